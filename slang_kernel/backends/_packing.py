@@ -1,0 +1,227 @@
+"""Parameter packing from reflection: Python/numpy values -> the bytes a target expects.
+
+Shared by the CPU and CUDA backends (their layouts differ, so everything here is driven by the
+per-target reflection). Resources are handed to the backend's `bind_resource`, which knows how
+that target represents a buffer (pointer + count on CPU and CUDA).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from ..compiler.reflection import ParamInfo, TypeInfo
+
+__all__ = [
+    "ParameterError",
+    "Packer",
+    "buffer_array",
+    "element_dtype",
+    "numpy_dtype",
+]
+
+_SCALAR_DTYPES = {
+    "bool": np.dtype(np.bool_), "int8": np.dtype(np.int8), "uint8": np.dtype(np.uint8),
+    "int16": np.dtype(np.int16), "uint16": np.dtype(np.uint16), "int32": np.dtype(np.int32),
+    "uint32": np.dtype(np.uint32), "int64": np.dtype(np.int64), "uint64": np.dtype(np.uint64),
+    "float16": np.dtype(np.float16), "float32": np.dtype(np.float32), "float64": np.dtype(np.float64),
+    "intptr": np.dtype(np.intp), "uintptr": np.dtype(np.uintp),
+}
+
+
+class ParameterError(TypeError):
+    """A value given for a kernel parameter does not fit its Slang type."""
+
+
+def _scalar(t: TypeInfo) -> np.dtype:
+    dt = _SCALAR_DTYPES.get(t.scalar or "")
+    if dt is None:
+        raise ParameterError(f"Slang type {t.name} (scalar {t.scalar}) has no numpy equivalent")
+    if t.scalar == "bool" and t.size not in (0, 1):
+        return np.dtype(f"u{t.size // max(1, t.count or (t.rows * t.cols) or 1)}")
+    return dt
+
+
+def numpy_dtype(t: TypeInfo) -> np.dtype:
+    """The numpy dtype of one value of `t` laid out as this target does (structs keep offsets)."""
+    if t.kind == "scalar":
+        return _scalar(t)
+    if t.kind == "vector":
+        return np.dtype((_scalar(t), (t.count,)))
+    if t.kind == "matrix":
+        base = _scalar(t)
+        row = t.size // t.rows if t.rows else 0
+        if row == t.cols * base.itemsize:
+            return np.dtype((base, (t.rows, t.cols)))
+        return np.dtype({"names": [f"r{i}" for i in range(t.rows)],
+                         "formats": [np.dtype((base, (t.cols,)))] * t.rows,
+                         "offsets": [i * row for i in range(t.rows)], "itemsize": t.size})
+    if t.kind == "array" and t.element is not None and t.count:
+        el = numpy_dtype(t.element)
+        if t.stride == el.itemsize:
+            return np.dtype((el, (t.count,)))
+        return np.dtype({"names": [f"e{i}" for i in range(t.count)], "formats": [el] * t.count,
+                         "offsets": [i * t.stride for i in range(t.count)], "itemsize": t.size})
+    if t.kind == "struct":
+        names = [f.name for f in t.fields]
+        return np.dtype({"names": names, "formats": [numpy_dtype(f.type) for f in t.fields],
+                         "offsets": [f.offset for f in t.fields], "itemsize": max(t.stride, t.size)})
+    raise ParameterError(f"Slang type {t.name} ({t.kind}) cannot be held in a numpy array")
+
+
+def element_dtype(t: TypeInfo) -> tuple[np.dtype, tuple[int, ...]]:
+    """(base dtype, trailing shape) of a buffer element: float3 -> (float32, (3,)); structs keep
+    their structured dtype with the target's offsets, padded to the element stride."""
+    dt = numpy_dtype(t)
+    if t.kind == "struct" or dt.fields is not None:
+        stride = max(t.stride, t.size)
+        if dt.itemsize != stride:
+            dt = np.dtype({"names": list(dt.names or ()), "formats": [dt.fields[n][0] for n in dt.names or ()],
+                           "offsets": [dt.fields[n][1] for n in dt.names or ()], "itemsize": stride})
+        return dt, ()
+    if dt.subdtype is not None:
+        base, shape = dt.subdtype
+        if t.stride and base.itemsize * int(np.prod(shape)) != t.stride and t.stride != t.size:
+            raise ParameterError(f"buffer element {t.name} is padded on this target; pass a structured array")
+        return base, tuple(shape)
+    return dt, ()
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        flags = "" if value.flags.c_contiguous else ", not C-contiguous"
+        flags += "" if value.flags.writeable else ", read-only"
+        return f"a {value.dtype} array of shape {value.shape}{flags}"
+    return f"{type(value).__name__} {value!r}"[:120]
+
+
+def buffer_array(value: Any, param: str, t: TypeInfo) -> tuple[np.ndarray, int]:
+    """Check/convert a value for a structured/byte-address buffer; returns (array, element count).
+
+    Writable buffers need the exact dtype, C order and a writable array, because the kernel writes
+    into that very memory. Read-only buffers accept anything numpy converts without losing kind.
+    """
+    if t.shape == "byte_address_buffer":
+        base, shape = np.dtype(np.uint32), ()
+    elif t.element is None:
+        raise ParameterError(f"parameter `{param}` ({t.name}): element type unknown")
+    else:
+        base, shape = element_dtype(t.element)
+    want = f"{base}" + (f" with trailing shape {shape}" if shape else "")
+    if t.writable:
+        if not isinstance(value, np.ndarray) or getattr(value, "__cuda_array_interface__", None):
+            raise ParameterError(
+                f"parameter `{param}` ({t.name}) is written by the kernel: pass a numpy array of {want} "
+                f"(e.g. np.zeros(n, np.{base.name})); got {_describe(value)}")
+        ok_dtype = value.dtype == base or (t.shape == "byte_address_buffer" and value.dtype.itemsize % 4 == 0)
+        if not ok_dtype or not value.flags.c_contiguous or not value.flags.writeable:
+            raise ParameterError(
+                f"parameter `{param}` ({t.name}) is written back in place, so it needs a writable "
+                f"C-contiguous array of {want}; got {_describe(value)}. "
+                f"Use np.ascontiguousarray(x, dtype=np.{base.name}) and pass that array.")
+        arr = value
+    else:
+        try:
+            src = np.asarray(value)
+            if t.shape == "byte_address_buffer":
+                arr = np.ascontiguousarray(src)
+            else:
+                if src.dtype != base and not np.can_cast(src.dtype, base, "same_kind") and src.dtype.kind != base.kind:
+                    if not (src.dtype.kind in "iub" and base.kind in "iuf"):
+                        raise ParameterError("")
+                arr = np.ascontiguousarray(src, dtype=base)
+        except (ValueError, TypeError, ParameterError):
+            raise ParameterError(
+                f"parameter `{param}` ({t.name}) needs an array of {want}; got {_describe(value)}") from None
+    if t.shape == "byte_address_buffer":
+        return arr, arr.nbytes
+    if shape:
+        if arr.ndim < len(shape) or tuple(arr.shape[-len(shape):]) != shape:
+            raise ParameterError(
+                f"parameter `{param}` ({t.name}): elements are {t.element.name if t.element else '?'}, so the "
+                f"array's trailing shape must be {shape}; got shape {arr.shape}")
+        return arr, int(arr.size // int(np.prod(shape)))
+    return arr, int(arr.size)
+
+
+@dataclasses.dataclass
+class Packer:
+    """Packs a struct of parameters into bytes; resources go through `bind_resource`."""
+
+    bind_resource: Callable[[str, TypeInfo, Any, "Packer"], bytes]
+    keepalive: list[Any] = dataclasses.field(default_factory=list)
+
+    def pack_struct(self, fields: Sequence[ParamInfo], size: int, values: Mapping[str, Any],
+                    where: str) -> bytearray:
+        buf = bytearray(size)
+        for f in fields:
+            if f.varying:
+                continue
+            self.write(buf, f.offset, f.type, values[f.name], f"{where}{f.name}")
+        return buf
+
+    def write(self, buf: bytearray, offset: int, t: TypeInfo, value: Any, name: str) -> None:
+        data = self.encode(t, value, name)
+        buf[offset:offset + len(data)] = data
+
+    def encode(self, t: TypeInfo, value: Any, name: str) -> bytes:
+        if t.kind in ("resource", "constant_buffer", "parameter_block", "sampler"):
+            return self.bind_resource(name, t, value, self)
+        if t.kind == "struct":
+            return bytes(self.pack_struct(t.fields, t.size, _as_mapping(value, t, name), name + "."))
+        if t.kind == "array" and t.element is not None and t.element.kind in ("struct", "resource"):
+            seq = list(value)
+            if len(seq) != t.count:
+                raise ParameterError(f"parameter `{name}` ({t.name}) needs {t.count} elements; got {len(seq)}")
+            buf = bytearray(t.size)
+            for i, v in enumerate(seq):
+                self.write(buf, i * t.stride, t.element, v, f"{name}[{i}]")
+            return bytes(buf)
+        dt = numpy_dtype(t)
+        try:
+            if dt.fields is not None and not isinstance(value, np.ndarray):
+                arr = np.zeros((), dt)
+                flat = np.asarray(value, dtype=np.float64 if dt.fields[dt.names[0]][0].base.kind == "f" else None)
+                for i, n in enumerate(dt.names or ()):
+                    arr[n] = flat[i]
+                return arr.tobytes()
+            base, shape = (dt.subdtype if dt.subdtype is not None else (dt, ()))
+            src = np.asarray(value)
+            if src.dtype.kind == "c" or (base.kind in "iub" and src.dtype.kind == "f"):
+                raise ParameterError("")
+            arr = np.asarray(src, dtype=base)
+            if arr.shape != tuple(shape):
+                if t.kind == "scalar" and arr.size == 1:
+                    arr = arr.reshape(())
+                else:
+                    raise ParameterError("")
+            return arr.tobytes()
+        except (ValueError, TypeError, ParameterError, IndexError):
+            shape_txt = "" if t.kind == "scalar" else f" of shape {dt.shape or (dt.subdtype[1] if dt.subdtype else ())}"
+            raise ParameterError(
+                f"parameter `{name}` is {t.name}: it needs a {t.kind}{shape_txt} of "
+                f"{(dt.subdtype[0] if dt.subdtype else dt)}; got {_describe(value)}") from None
+
+
+def _as_mapping(value: Any, t: TypeInfo, name: str) -> Mapping[str, Any]:
+    names = [f.name for f in t.fields]
+    if isinstance(value, Mapping):
+        missing = [n for n in names if n not in value]
+        extra = [k for k in value if k not in names]
+        if missing or extra:
+            raise ParameterError(
+                f"parameter `{name}` is struct {t.name} with fields {', '.join(names)}; "
+                + (f"missing {', '.join(missing)}" if missing else "")
+                + ("; " if missing and extra else "") + (f"unknown {', '.join(map(str, extra))}" if extra else ""))
+        return value
+    if isinstance(value, np.void) and value.dtype.names:
+        return {n: value[n] for n in value.dtype.names}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    if all(hasattr(value, n) for n in names):
+        return {n: getattr(value, n) for n in names}
+    raise ParameterError(
+        f"parameter `{name}` is struct {t.name}: pass a dict (or object) with fields {', '.join(names)}; "
+        f"got {_describe(value)}")

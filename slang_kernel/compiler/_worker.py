@@ -1,0 +1,210 @@
+"""The compiler worker: one process that owns the Slang global session.
+
+Run as `python -m slang_kernel.compiler._worker`. It reads length-prefixed pickled requests on
+stdin and answers on a private copy of stdout (fd 1 is pointed at stderr so that nothing the
+compiler prints can corrupt the protocol). If Slang crashes, this process dies and the client
+starts a new one; nothing here is the only copy of anything.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import pickle
+import struct
+import sys
+import time
+from ctypes import POINTER, byref, c_char_p, c_int, c_void_p
+from typing import Any, BinaryIO
+
+from ._lib import blob_bytes, com_call, load
+from ._walk import module_decls, program_reflection
+
+TARGETS = {
+    "glsl": 2, "hlsl": 5, "spirv": 6, "spirv-asm": 7, "cpp": 13, "cuda": 17, "metal": 24, "wgsl": 28,
+}
+BASE_ARGS = ("-enable-machine-readable-diagnostics", "-matrix-layout-row-major")
+# vtable slots in the 2026.12 header (IModule, and IEntryPoint::getFunctionReflection)
+_ENTRY_POINT_COUNT, _ENTRY_POINT, _SERIALIZE, _GET_MODULE_REFLECTION, _DISASSEMBLE = 18, 19, 20, 28, 29
+_EP_FUNCTION_REFLECTION = 17
+LANG_SLANG, STAGE_COMPUTE = 1, 6
+
+
+class Worker:
+    def __init__(self) -> None:
+        self.L = load()
+        self.g = self.L.spCreateSession(None)
+        self.blobs: dict[str, bytes] = {}
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _new_request(self, msg: dict[str, Any], extra: tuple[str, ...] = ()) -> int:
+        L = self.L
+        self.blobs.update(msg.get("blobs", {}))
+        req = L.spCreateCompileRequest(self.g)
+        args = [*BASE_ARGS, *msg.get("options", ()), *extra]
+        for k, v in msg.get("defines", {}).items():
+            args += ["-D", f"{k}={v}" if v is not None else k]
+        arr = (c_char_p * len(args))(*[a.encode() for a in args])
+        L.spProcessCommandLineArguments(req, arr, len(args))
+        sess = c_void_p()
+        L.spCompileRequest_getSession(req, byref(sess))
+        for module, path, digest in msg.get("deps", ()):
+            data = self.blobs[digest]
+            diag = c_void_p()
+            mod = L.slang_loadModuleFromIRBlob(sess, module.encode(), path.encode(), data, len(data), byref(diag))
+            text = blob_bytes(diag.value) if diag.value else b""
+            if not mod:
+                L.spDestroyCompileRequest(req)
+                raise RuntimeError(f"could not load {path} into the compiler: {text.decode(errors='replace')}")
+        return req
+
+    def _add_source(self, req: int, msg: dict[str, Any]) -> int:
+        tu = self.L.spAddTranslationUnit(req, LANG_SLANG, msg["module"].encode())
+        self.L.spAddTranslationUnitSourceString(req, tu, msg["path"].encode(), msg["source"].encode())
+        return tu
+
+    def _diag(self, req: int) -> str:
+        return (self.L.spGetDiagnosticOutput(req) or b"").decode("utf-8", "replace")
+
+    def _module(self, req: int, tu: int) -> int:
+        mod = c_void_p()
+        self.L.spCompileRequest_getModule(req, tu, byref(mod))
+        return mod.value or 0
+
+    # -- operations ----------------------------------------------------------------------------
+
+    def op_ping(self, msg: dict[str, Any]) -> dict[str, Any]:
+        return {"pid": os.getpid(), "build": self.L.spGetBuildTagString().decode()}
+
+    def op_check(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Front end only: diagnostics, serialized IR, and what the cell declares."""
+        L = self.L
+        req = self._new_request(msg, ("-no-codegen",))
+        try:
+            tu = self._add_source(req, msg)
+            rc = L.spCompile(req)
+            out: dict[str, Any] = {"ok": rc >= 0, "diagnostics": self._diag(req)}
+            if rc < 0:
+                return out
+            mod = self._module(req, tu)
+            blob = c_void_p()
+            com_call(mod, _SERIALIZE, c_int, (POINTER(c_void_p), byref(blob)))
+            out["blob"] = blob_bytes(blob.value)
+            decl = com_call(mod, _GET_MODULE_REFLECTION, c_void_p)
+            out["decls"] = module_decls(L, decl) if decl else []
+            out["entry_points"] = self._entry_points(mod)
+            if msg.get("ir"):
+                out["ir"] = self._disassemble(mod)
+            return out
+        finally:
+            L.spDestroyCompileRequest(req)
+
+    def _entry_points(self, mod: int) -> list[str]:
+        names = []
+        for i in range(com_call(mod, _ENTRY_POINT_COUNT, ctypes.c_int32)):
+            ep = c_void_p()
+            com_call(mod, _ENTRY_POINT, c_int, (ctypes.c_int32, i), (POINTER(c_void_p), byref(ep)))
+            fn = com_call(ep.value, _EP_FUNCTION_REFLECTION, c_void_p) if ep.value else None
+            if fn:
+                names.append(self.L.spReflectionFunction_GetName(fn).decode())
+            if ep.value:
+                com_call(ep.value, 2, ctypes.c_uint32)
+        return names
+
+    def _disassemble(self, mod: int) -> str:
+        blob = c_void_p()
+        com_call(mod, _DISASSEMBLE, c_int, (POINTER(c_void_p), byref(blob)))
+        return blob_bytes(blob.value).decode("utf-8", "replace")
+
+    def op_disassemble(self, msg: dict[str, Any]) -> dict[str, Any]:
+        L = self.L
+        req = self._new_request(msg, ("-no-codegen",))
+        try:
+            tu = self._add_source(req, msg)
+            rc = L.spCompile(req)
+            if rc < 0:
+                return {"ok": False, "diagnostics": self._diag(req)}
+            return {"ok": True, "ir": self._disassemble(self._module(req, tu)), "diagnostics": self._diag(req)}
+        finally:
+            L.spDestroyCompileRequest(req)
+
+    def op_compile(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Generate target code for entry points (a fresh request each time) and reflect it."""
+        L = self.L
+        target = msg["target"]
+        req = self._new_request(msg)
+        try:
+            tu = self._add_source(req, msg)
+            ti = L.spAddCodeGenTarget(req, TARGETS[target])
+            if msg.get("profile"):
+                L.spSetTargetProfile(req, ti, L.spFindProfile(self.g, msg["profile"].encode()))
+            eps = [L.spAddEntryPoint(req, tu, name.encode(), STAGE_COMPUTE) for name in msg["entry_points"]]
+            t0 = time.perf_counter()
+            rc = L.spCompile(req)
+            out: dict[str, Any] = {"ok": rc >= 0, "diagnostics": self._diag(req)}
+            if rc < 0:
+                return out
+            code: dict[str, str] = {}
+            for name, ep in zip(msg["entry_points"], eps):
+                blob = c_void_p()
+                if L.spGetEntryPointCodeBlob(req, ep, ti, byref(blob)) < 0:
+                    return {"ok": False, "diagnostics": out["diagnostics"] + self._diag(req)
+                            + f"\nE00000\terror\t\t0\t0\t0\t0\tno {target} code for entry point {name}\n"}
+                code[name] = blob_bytes(blob.value).decode("utf-8", "replace")
+            out["code"] = code
+            out["compile_ms"] = (time.perf_counter() - t0) * 1000
+            if msg.get("reflect", True):
+                out["reflection"] = program_reflection(L, req, target)
+            return out
+        finally:
+            L.spDestroyCompileRequest(req)
+
+    def op_forget(self, msg: dict[str, Any]) -> dict[str, Any]:
+        for digest in msg.get("digests", ()):
+            self.blobs.pop(digest, None)
+        return {}
+
+    def op_abort(self, msg: dict[str, Any]) -> dict[str, Any]:  # for tests of crash recovery
+        os.abort()
+
+
+def _read(stream: BinaryIO) -> Any:
+    head = stream.read(8)
+    if len(head) < 8:
+        return None
+    (n,) = struct.unpack("<Q", head)
+    return pickle.loads(stream.read(n))
+
+
+def _write(stream: BinaryIO, obj: Any) -> None:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(struct.pack("<Q", len(data)) + data)
+    stream.flush()
+
+
+def main() -> None:
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    inp = sys.stdin.buffer
+    try:
+        worker: Worker | None = Worker()
+        startup_error = None
+    except Exception as exc:  # reported on the first request, then the worker exits
+        worker, startup_error = None, exc
+    while True:
+        msg = _read(inp)
+        if msg is None:
+            return
+        if worker is None:
+            _write(out, {"error": f"{type(startup_error).__name__}: {startup_error}", "fatal": True})
+            return
+        try:
+            result = getattr(worker, "op_" + msg["op"])(msg)
+            _write(out, {"result": result})
+        except Exception as exc:  # a Python-level failure is an answer, not a crash
+            _write(out, {"error": f"{type(exc).__name__}: {exc}"})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+"""ComputeKernel: a compute entry point of the session, callable with numpy arrays."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from .compiler.reflection import EntryPointInfo, ParamInfo
+
+if TYPE_CHECKING:
+    from .session import CompiledKernel, Session
+
+__all__ = ["BoundsError", "ComputeKernel", "check_parameters", "groups_for"]
+
+
+class BoundsError(IndexError):
+    """A checked kernel indexed a buffer out of range (Session(checked=True))."""
+
+    def __init__(self, kernel: str, count: int, index: int, size: int) -> None:
+        super().__init__(
+            f"{kernel}: {count} out-of-range buffer access(es); the first read or wrote index {index} "
+            f"of a buffer with {size} elements (out-of-range writes were dropped, reads gave 0).")
+        self.kernel, self.count, self.index, self.size = kernel, count, index, size
+
+
+def _triple(v: int | Sequence[int], what: str) -> tuple[int, int, int]:
+    if isinstance(v, int):
+        v = (v,)
+    t = tuple(int(x) for x in v)
+    if not 1 <= len(t) <= 3 or any(x < 0 for x in t):
+        raise ValueError(f"{what} must be 1 to 3 non-negative integers; got {v!r}")
+    return (t + (1, 1))[:3]  # type: ignore[return-value]
+
+
+def groups_for(ep: EntryPointInfo, threads: Any = None, groups: Any = None) -> tuple[int, int, int]:
+    """Thread groups to dispatch for `threads=` (rounded up by numthreads) or `groups=`."""
+    if (threads is None) == (groups is None):
+        raise TypeError(f"{ep.name}(): pass exactly one of threads=(x, y, z) or groups=(x, y, z)")
+    if groups is not None:
+        return _triple(groups, "groups")
+    t = _triple(threads, "threads")
+    return tuple(math.ceil(n / max(1, g)) for n, g in zip(t, ep.numthreads))  # type: ignore[return-value]
+
+
+def _param_text(p: ParamInfo) -> str:
+    return f"`{p.name}` ({p.type.name})"
+
+
+def check_parameters(kernel: "CompiledKernel", values: Mapping[str, Any]) -> None:
+    """Missing or unknown parameters are an error that names them, with their Slang types."""
+    ep = kernel.entry_point
+    expected = {p.name: p for p in (*ep.uniforms, *kernel.reflection.globals)}
+    missing = [p for n, p in expected.items() if n not in values]
+    extra = [n for n in values if n not in expected]
+    if not missing and not extra:
+        return
+    parts = []
+    if missing:
+        parts.append("missing " + ", ".join(_param_text(p) for p in missing))
+    if extra:
+        parts.append("unknown " + ", ".join(f"`{n}`" for n in extra))
+    sig = ", ".join(_param_text(p) for p in expected.values()) or "none"
+    raise TypeError(f"{ep.name}(): {'; '.join(parts)}. Its parameters: {sig}.")
+
+
+class ComputeKernel:
+    """A compute entry point. Resolved by name at each call, so re-running its cell takes effect."""
+
+    def __init__(self, session: "Session", name: str) -> None:
+        self.session = session
+        self.name = name
+
+    def compiled(self, target: str | None = None) -> "CompiledKernel":
+        return self.session.compile_entry(self.name, target)
+
+    @property
+    def params(self) -> tuple[ParamInfo, ...]:
+        """Entry-point uniforms and globals, with types and layouts of the session's backend target."""
+        ck = self.compiled()
+        return (*ck.entry_point.uniforms, *ck.reflection.globals)
+
+    @property
+    def numthreads(self) -> tuple[int, int, int]:
+        return self.compiled().entry_point.numthreads
+
+    def code(self, target: str = "hlsl") -> str:
+        return self.session.code(self.name, target)
+
+    def ir(self) -> str:
+        return self.session.ir(self.name)
+
+    def __call__(self, *, threads: Any = None, groups: Any = None, **params: Any) -> None:
+        ck = self.compiled()
+        g = groups_for(ck.entry_point, threads, groups)
+        check_parameters(ck, params)
+        if 0 in g:
+            return
+        self.session.backend.dispatch(ck, g, params)
+
+    @property
+    def signature(self) -> str:
+        return f"{self.name}(" + ", ".join(f"{p.type.name} {p.name}" for p in self.params) + ")"
+
+    def __repr__(self) -> str:
+        try:
+            sig = self.signature
+        except Exception as exc:  # a broken cell must not break repr
+            sig = f"{self.name}(...) [{type(exc).__name__}]"
+        return f"<ComputeKernel {sig} numthreads={self.numthreads if 'Error' not in sig else '?'}>"

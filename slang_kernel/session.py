@@ -1,0 +1,371 @@
+"""Session: cells -> modules, dependency tracking, invalidation, caches, lookup of kernels/functions."""
+
+from __future__ import annotations
+
+import pickle
+import time
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+from .backends import Backend, create_backend
+from .cache import DiskCache, compiler_fingerprint, digest
+from .cells import Cell, identifiers, import_prefix, module_name_for, resolve_imports
+from .compiler.client import CompilerProcess
+from .compiler.diagnostics import Diagnostic, SlangCompileError, SlangCompilerCrash, parse_diagnostics
+from .compiler.reflection import DeclInfo, EntryPointInfo, FunctionInfo, ProgramReflection
+
+__all__ = ["CellResult", "CompiledKernel", "Session"]
+
+CODE_TARGETS = ("hlsl", "glsl", "spirv-asm", "metal", "wgsl", "cuda", "cpp")
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """What running a cell did."""
+
+    name: str
+    diagnostics: list[Diagnostic]
+    kernels: tuple[str, ...]
+    functions: tuple[str, ...]
+    types: tuple[str, ...]
+    recompiled: tuple[str, ...]   # later cells recompiled because they use this one
+    broken: tuple[str, ...]       # later cells that no longer compile (their errors say why)
+    elapsed_ms: float
+
+    @property
+    def warnings(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity == "warning"]
+
+
+@dataclass(frozen=True)
+class CompiledKernel:
+    """Target code and reflection of one entry point, for one revision of its cells."""
+
+    key: str
+    entry: str
+    target: str
+    code: str
+    reflection: ProgramReflection
+    cell: str
+    diagnostics: tuple[Diagnostic, ...] = ()
+
+    @property
+    def entry_point(self) -> EntryPointInfo:
+        return self.reflection.entry_point(self.entry)
+
+
+class Session:
+    """One persistent notebook session: every cell compiles into it, incrementally.
+
+    backend: "cpu" | "vulkan" | "cuda" | "auto". options: extra slangc options for every
+    compile (e.g. ["-O2"]). The compiler runs in its own process (started here, in the
+    background), so a compiler crash costs one cell's error, never the session.
+    """
+
+    def __init__(
+        self,
+        backend: str = "auto",
+        *,
+        cache_dir: str | None = None,
+        cache: bool = True,
+        options: Sequence[str] = (),
+        defines: Mapping[str, str] | None = None,
+        compiler: CompilerProcess | None = None,
+        threads: int | None = None,
+    ) -> None:
+        self.options = tuple(options)
+        self.defines = dict(defines or {})
+        self.cache = DiskCache(cache_dir, enabled=cache)
+        self.fingerprint = compiler_fingerprint()
+        self._compiler = compiler or CompilerProcess()
+        self._compiler.start()
+        self._cells: dict[str, Cell] = {}
+        self._counter = 0
+        self._compiled: dict[str, CompiledKernel] = {}
+        self.threads = threads
+        self.backend: Backend = create_backend(backend, self)
+
+    # -- cells --------------------------------------------------------------------------------------
+
+    def run_cell(self, source: str, name: str | None = None) -> CellResult:
+        """Compile one cell. Running a name again replaces that cell and recompiles its users.
+
+        A cell with errors raises SlangCompileError and changes nothing.
+        """
+        t0 = time.perf_counter()
+        if name is None:
+            self._counter += 1
+            name = f"cell[{self._counter}]"
+            while name in self._cells:
+                self._counter += 1
+                name = f"cell[{self._counter}]"
+        old = self._cells.get(name)
+        order = list(self._cells)
+        pos = order.index(name) if old else len(order)
+        earlier = [self._cells[n] for n in order[:pos]]
+        module = old.module if old else module_name_for(name, (c.module for c in self._cells.values()))
+        cell = self._check(name, module, source, earlier)
+        if cell.error is not None:
+            raise SlangCompileError(
+                f"{name} did not compile; the session is unchanged.", cell.diagnostics, self._sources(cell)
+            )
+        # Commit, then bring later cells up to date (in order): they may use this one.
+        self._cells[name] = cell
+        recompiled, broken = self._refresh_after(name)
+        kernels = tuple(cell.entry_points)
+        functions = tuple(d.name for d in cell.decls if d.kind == "function" and d.name not in kernels)
+        types = tuple(d.name for d in cell.decls if d.kind in ("struct", "enum") or d.kind.startswith("generic"))
+        return CellResult(name, cell.diagnostics, kernels, functions, types, recompiled, broken,
+                          (time.perf_counter() - t0) * 1000)
+
+    def remove_cell(self, name: str) -> None:
+        """Forget a cell; later cells that used it are recompiled (and may break)."""
+        if name not in self._cells:
+            raise KeyError(f"no cell named {name!r}; cells: {', '.join(self._cells) or 'none'}")
+        order = list(self._cells)
+        del self._cells[name]
+        if order.index(name) < len(order) - 1:
+            self._refresh_after(order[order.index(name) - 1] if order.index(name) else None)
+
+    @property
+    def cells(self) -> tuple[str, ...]:
+        return tuple(self._cells)
+
+    def cell(self, name: str) -> Cell:
+        return self._cells[name]
+
+    def _check(self, name: str, module: str, source: str, earlier: Sequence[Cell]) -> Cell:
+        idents = identifiers(source)
+        imports = resolve_imports(idents, earlier)
+        deps = self._closure(imports)
+        full = import_prefix([c.module for c in imports]) + source
+        key = digest("check", self.fingerprint, name, module, full, *self.options,
+                     *sorted(f"{k}={v}" for k, v in self.defines.items()), *(d.digest for d in deps))
+        cell = Cell(name=name, module=module, source=source, imports=tuple(c.name for c in imports),
+                    digest=key, idents=idents)
+        hit = self.cache.get("cells", key)
+        try:
+            reply = pickle.loads(hit) if hit is not None else None
+        except Exception:
+            reply = None
+        if reply is None:
+            try:
+                reply = self._compiler.call(
+                    "check", what=name, module=module, path=name, source=full,
+                    deps=[(d.module, d.name, d.digest) for d in deps],
+                    blobs={d.digest: d.blob for d in deps}, options=self.options, defines=self.defines,
+                )
+            except SlangCompilerCrash as exc:
+                cell.error = str(exc)
+                cell.diagnostics = [Diagnostic("error", "crash", name, 0, 0, str(exc))]
+                return cell
+            if reply["ok"]:
+                self.cache.put("cells", key, pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL))
+        cell.diagnostics = self._annotate(parse_diagnostics(reply["diagnostics"], {name: 1}), name, earlier)
+        if not reply["ok"]:
+            cell.error = "\n".join(str(d) for d in cell.diagnostics if d.severity == "error") or "error"
+            return cell
+        cell.blob = reply["blob"]
+        cell.decls = tuple(reply["decls"])
+        cell.entry_points = tuple(reply.get("entry_points", ()))
+        return cell
+
+    def _annotate(self, diags: list[Diagnostic], name: str, earlier: Sequence[Cell]) -> list[Diagnostic]:
+        """Add a hint when an undefined name is defined by a later cell (cells see only earlier ones)."""
+        later = [c for n, c in self._cells.items() if n != name and c not in earlier and c.ok]
+        out = []
+        for d in diags:
+            if d.code == "E30015" and "'" in d.message:
+                ident = d.message.split("'")[1]
+                owner = next((c.name for c in later if ident in c.defines()), None)
+                if owner:
+                    d = Diagnostic(d.severity, d.code, d.cell, d.line, d.column,
+                                   f"{d.message} ({ident} is defined in {owner}, which comes after {name}; "
+                                   f"a cell sees only the cells before it: move the definition up)",
+                                   d.end_line, d.end_column)
+            out.append(d)
+        return out
+
+    def _refresh_after(self, name: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        order = list(self._cells)
+        start = order.index(name) + 1 if name is not None else 0
+        recompiled, broken = [], []
+        for later_name in order[start:]:
+            cell = self._cells[later_name]
+            earlier = [self._cells[n] for n in order[: order.index(later_name)]]
+            imports = resolve_imports(cell.idents, earlier)
+            deps = self._closure(imports)
+            full = import_prefix([c.module for c in imports]) + cell.source
+            key = digest("check", self.fingerprint, cell.name, cell.module, full, *self.options,
+                         *sorted(f"{k}={v}" for k, v in self.defines.items()), *(d.digest for d in deps))
+            if key == cell.digest and cell.ok:
+                continue
+            new = self._check(cell.name, cell.module, cell.source, earlier)
+            self._cells[later_name] = new
+            (broken if new.error is not None else recompiled).append(later_name)
+        return tuple(recompiled), tuple(broken)
+
+    def _closure(self, cells: Iterable[Cell]) -> list[Cell]:
+        """The cells these import, transitively, in session order (the order blobs must load)."""
+        seen: dict[str, Cell] = {}
+        stack = list(cells)
+        while stack:
+            c = stack.pop()
+            if c.name in seen:
+                continue
+            seen[c.name] = c
+            stack.extend(self._cells[n] for n in c.imports if n in self._cells)
+        order = {n: i for i, n in enumerate(self._cells)}
+        return sorted(seen.values(), key=lambda c: order.get(c.name, len(order)))
+
+    def _sources(self, *extra: Cell) -> dict[str, str]:
+        out = {n: c.source for n, c in self._cells.items()}
+        out.update({c.name: c.source for c in extra})
+        return out
+
+    # -- lookup -------------------------------------------------------------------------------------
+
+    def _owner(self, name: str, *, kernel: bool | None = None) -> Cell:
+        for cell in reversed(self._cells.values()):
+            is_kernel = name in cell.entry_points
+            is_other = any(d.name == name for d in cell.decls) and not is_kernel
+            if (kernel is None and (is_kernel or is_other)) or (kernel and is_kernel) or (kernel is False and is_other):
+                if not cell.ok:
+                    raise SlangCompileError(
+                        f"{name} is defined in {cell.name}, which no longer compiles: fix or re-run it.",
+                        cell.diagnostics, self._sources(cell))
+                return cell
+        what = {True: "compute kernel", False: "function", None: "name"}[kernel]
+        known = self.kernels() if kernel else self.functions() if kernel is False else sorted(self.names())
+        raise KeyError(f"no {what} named {name!r} in this session; defined: {', '.join(known) or 'none'}")
+
+    def kernels(self) -> list[str]:
+        return sorted({k for c in self._cells.values() if c.ok for k in c.entry_points})
+
+    def functions(self) -> list[str]:
+        return sorted({d.name for c in self._cells.values() if c.ok for d in c.decls
+                       if d.kind == "function" and d.name not in c.entry_points})
+
+    def names(self) -> dict[str, DeclInfo]:
+        """Every top-level name the session knows (latest definition wins), for completion."""
+        out: dict[str, DeclInfo] = {}
+        for cell in self._cells.values():
+            if cell.ok:
+                out.update({d.name: d for d in cell.decls})
+        return out
+
+    def function_info(self, name: str) -> tuple[Cell, tuple[FunctionInfo, ...]]:
+        cell = self._owner(name, kernel=False)
+        decl = next(d for d in cell.decls if d.name == name)
+        if decl.kind != "function":
+            raise TypeError(f"{name} in {cell.name} is a {decl.kind}, not a function")
+        return cell, decl.functions
+
+    def kernel(self, name: str) -> "ComputeKernel":
+        from .kernels import ComputeKernel
+
+        self._owner(name, kernel=True)
+        return ComputeKernel(self, name)
+
+    def function(self, name: str) -> "SlangFunction":
+        from .autodiff import SlangFunction
+
+        self.function_info(name)
+        return SlangFunction(self, name)
+
+    # -- compiling ----------------------------------------------------------------------------------
+
+    def compile_entry(self, name: str, target: str | None = None) -> CompiledKernel:
+        """Target code and reflection for a compute kernel of the current cells (cached)."""
+        cell = self._owner(name, kernel=True)
+        earlier = [self._cells[n] for n in list(self._cells)[: list(self._cells).index(cell.name)]]
+        imports = [self._cells[n] for n in cell.imports]
+        full = import_prefix([c.module for c in imports]) + cell.source
+        del earlier
+        return self.compile_source(cell.name, cell.module, full, [name], target or self.backend.target,
+                                   self._closure(imports))[name]
+
+    def compile_source(
+        self, what: str, module: str, source: str, entries: Sequence[str], target: str,
+        deps: Sequence[Cell], *, line_offset: int = 1,
+    ) -> dict[str, CompiledKernel]:
+        """Compile entry points of `source` (a fresh compiler request); results are cached."""
+        opts = (*self.options, *self.backend.compile_options(target))
+        key = digest("compile", self.fingerprint, target, module, source, *entries, *opts,
+                     *sorted(f"{k}={v}" for k, v in self.defines.items()), *(d.digest for d in deps))
+        if all(f"{key}/{e}" in self._compiled for e in entries):
+            return {e: self._compiled[f"{key}/{e}"] for e in entries}
+        hit = self.cache.get("kernels", key)
+        try:
+            reply = pickle.loads(hit) if hit is not None else None
+        except Exception:
+            reply = None
+        if reply is None:
+            reply = self._compiler.call(
+                "compile", what=what, module=module, path=what, source=source, entry_points=list(entries),
+                target=target, deps=[(d.module, d.name, d.digest) for d in deps],
+                blobs={d.digest: d.blob for d in deps}, options=opts, defines=self.defines,
+            )
+            if reply["ok"]:
+                self.cache.put("kernels", key, pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL))
+        diags = parse_diagnostics(reply["diagnostics"], {what: line_offset})
+        if not reply["ok"]:
+            sources = self._sources()
+            sources[what] = source.split("\n", line_offset)[-1] if line_offset else source
+            raise SlangCompileError(f"{', '.join(entries)} did not compile for target {target}.", diags, sources)
+        out = {}
+        for e in entries:
+            ck = CompiledKernel(f"{key}/{e}", e, target, reply["code"][e], reply["reflection"], what, tuple(diags))
+            self._compiled[ck.key] = ck
+            out[e] = ck
+        return out
+
+    def code(self, name: str, target: str = "hlsl") -> str:
+        """Generated code of a kernel or function for one target: hlsl, glsl, spirv-asm, metal, wgsl, cuda, cpp."""
+        if target not in CODE_TARGETS and target != "spirv":
+            raise ValueError(f"unknown target {target!r}; choose one of {', '.join(CODE_TARGETS)}")
+        if name in self.kernels():
+            return self.compile_entry(name, target).code
+        return self.function(name).code(target)
+
+    def reflection(self, target: str | None = None) -> dict[str, Any]:
+        """JSON-able reflection of every kernel: parameters, types and layouts for one target."""
+        target = target or self.backend.target
+        return {k: self.compile_entry(k, target).reflection.to_json() for k in self.kernels()}
+
+    def ir(self, name: str) -> str:
+        """Slang IR (IModule::disassemble) of the cell that defines `name` (or of the cell `name`)."""
+        cell = self._cells.get(name) or self._owner(name)
+        imports = [self._cells[n] for n in cell.imports]
+        deps = self._closure(imports)
+        reply = self._compiler.call(
+            "disassemble", what=cell.name, module=cell.module, path=cell.name,
+            source=import_prefix([c.module for c in imports]) + cell.source,
+            deps=[(d.module, d.name, d.digest) for d in deps], blobs={d.digest: d.blob for d in deps},
+            options=self.options, defines=self.defines,
+        )
+        if not reply["ok"]:
+            raise SlangCompileError(f"could not disassemble {cell.name}",
+                                    parse_diagnostics(reply["diagnostics"], {cell.name: 1}), self._sources())
+        return reply["ir"]
+
+    def ir_graph(self, name: str, **kwargs: Any) -> dict[str, Any]:
+        from . import ir as ir_module
+
+        return ir_module.to_graph(ir_module.parse_ir(self.ir(name)), **kwargs)
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self.backend.close()
+        self._compiler.close()
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (f"<slang_kernel.Session backend={self.backend.name} ({self.backend.describe()}), "
+                f"{len(self._cells)} cells, {len(self.kernels())} kernels, {len(self.functions())} functions>")
