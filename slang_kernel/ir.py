@@ -1,23 +1,19 @@
 """Slang IR text -> frozen dataclasses -> JSON-able graph data for the IRGraph widget.
 
-Input is the text of ``IModule::disassemble`` or one section of a ``-dump-ir``/``-dump-ir-after``
-dump (see `split_dump`). The format is line based::
+Input: ``IModule::disassemble`` text or one section of ``-dump-ir*`` output (`split_dump`). Lines::
 
-    [export("_S6cell_13sqrp1pi_ff")]          decorations, one per line, attach to the next item
-    [nameHint("sqr")]
-    func %sqr	: Func(Float, Float)            a global value; `{...}` body or a trailing `;`
+    [nameHint("sqr")]                        decoration, attaches to the next item
+    func %sqr	: Func(Float, Float)          global value: ``{ ... }`` body or a trailing ``;``
     {
-    block %1(                                   block params follow, the last one ends with `):`
-    		[nameHint("x")]
+    block %1(                                 params follow; the last one ends with ``):``
     		param %x	: Float):
-    	let  %2	: Float	= mul(%x, %x)           value instruction: id, type, opcode(operands)
-    	return_val(%2)                            instruction without a result
+    	let  %2	: Float	= mul(%x, %x)         id, type, opcode(operands); ``@Rate let`` also occurs
+    	return_val(%2)                          instruction without a result
     }
 
-Generics hold a nested ``func`` inside their block; struct and witness-table bodies hold
-``field(...)``/``witness_table_entry(...)`` lines without blocks. With ``-g`` the IR carries
-``DebugSource``/``DebugLine`` instructions and ``[DebugLocation(...)]`` decorations, which give source
-locations. Unknown lines are kept as instructions with their raw text; `parse_ir` never raises.
+Generics hold a nested ``func`` in their block; struct/witness-table bodies hold lines without blocks.
+With ``-g``, ``DebugSource``/``DebugLine`` and ``[DebugLocation]`` give source locations. Unknown
+lines are kept as instructions with their raw text; `parse_ir` never raises.
 """
 
 from __future__ import annotations
@@ -35,7 +31,7 @@ Decoration = tuple[str, str]
 
 _ID = re.compile(r"%([A-Za-z0-9_]+)")
 _STR = re.compile(r'"(?:[^"\\\n]|\\.)*"')
-_HEADER = re.compile(r"^([A-Za-z_]\w*)\s+%?([A-Za-z0-9_]+)\s*:\s*(.*?)\s*(;?)$")
+_HEADER = re.compile(r"^([A-Za-z_]\w*)\s+(?:%([A-Za-z0-9_]+)|(_))\s*:\s*(.*?)\s*(;?)$")
 _LET = re.compile(r"^(?:@(\w+)\s+)?let\s+%?([A-Za-z0-9_]+)\s*:\s*(.*)$")
 _PARAM = re.compile(r"^param\s+%?([A-Za-z0-9_]+)\s*:\s*(.*)$")
 _BLOCK = re.compile(r"^block\s+%([A-Za-z0-9_]+)\s*(.*)$")
@@ -46,14 +42,11 @@ _NOT_HEADERS = {"let", "param", "block", "call"}
 _STRUCTURE = {"ifElse": {3: "merge"}, "loop": {1: "break", 2: "continue"}, "switch": {1: "break"},
               "targetSwitch": {0: "break"}}
 #: Opcodes of the (pre-linking) instructions that ask for a derivative, and the role they give.
-AUTODIFF_OPS = {
-    "ForwardDifferentiate": "forward", "BackwardDifferentiate": "backward",
-    "LegacyBackwardDifferentiate": "backward", "BackwardDifferentiatePrimal": "backward_primal",
-    "BackwardDifferentiatePropagate": "backward_propagate", "BackwardRemat": "rematerialize",
-    "BackwardPrimalFromLegacyBwdDiffFunc": "backward_primal",
-    "BackwardPropagateFromLegacyBwdDiffFunc": "backward_propagate",
-    "BackwardRematFromLegacyBwdDiffFunc": "rematerialize",
-}
+AUTODIFF_OPS = {"ForwardDifferentiate": "forward", "BackwardDifferentiate": "backward",
+                "LegacyBackwardDifferentiate": "backward", "BackwardDifferentiatePrimal": "backward_primal",
+                "BackwardDifferentiatePropagate": "backward_propagate", "BackwardRemat": "rematerialize",
+                "BackwardPrimalFromLegacyBwdDiffFunc": "backward_primal", "BackwardPropagateFromLegacyBwdDiffFunc":
+                "backward_propagate", "BackwardRematFromLegacyBwdDiffFunc": "rematerialize"}
 _AUTODIFF_NAME = re.compile(r"^s_(fwd|bwdProp|bwd|primal|apply|remat|bwdCallableCtx|minCtx|paramCtx)_(.+)$")
 _ROLES = {"fwd": "forward", "bwd": "backward", "bwdProp": "backward_propagate", "primal": "backward_primal",
           "apply": "backward_primal", "remat": "rematerialize", "bwdCallableCtx": "context",
@@ -108,6 +101,7 @@ class IRFunction:
     body: tuple[IRInst, ...]  # lines of a body without blocks (fields, witness-table entries)
     parent: str | None
     line: int
+    imported: bool = False
 
     def decoration(self, name: str) -> str | None:
         """Argument text of the first decoration called `name`, or None."""
@@ -116,10 +110,6 @@ class IRFunction:
     @property
     def insts(self) -> tuple[IRInst, ...]:
         return tuple(i for b in self.blocks for i in (*b.params, *b.insts)) + self.body
-
-    @property
-    def imported(self) -> bool:
-        return self.decoration("import") is not None
 
 
 @dataclass(frozen=True)
@@ -141,7 +131,8 @@ class IRModule:
 
     def autodiff_links(self) -> list[tuple[str, str, str]]:
         """(derivative node, primal node, role) for every derivative link the IR shows."""
-        return [(e["source"], e["target"], e["role"]) for e in _function_edges(self) if e["kind"] == "derivative"]
+        edges = _function_graph(self)[1]
+        return [(e["source"], e["target"], e["role"]) for e in edges if e["kind"] == "derivative"]
 
 
 def decode_name(ident: str) -> str:
@@ -163,19 +154,8 @@ def classify_autodiff(name: str) -> tuple[str, str] | None:
 
 def split_dump(text: str) -> list[tuple[str, str]]:
     """Split ``-dump-ir*`` output (``### AFTER pass:`` ... ``###``) into (title, IR text) pairs."""
-    out: list[tuple[str, str]] = []
-    title, buf = None, []  # type: ignore[var-annotated]
-    for line in text.splitlines():
-        if line.startswith("###"):
-            if title is not None:
-                out.append((title, "\n".join(buf)))
-            head = line.strip("#: \t")
-            title, buf = (head or None), []
-        elif title is not None:
-            buf.append(line)
-    if title is not None:
-        out.append((title, "\n".join(buf)))
-    return out
+    parts = re.split(r"^###[ \t]*(.*?)[ \t:]*$", text, flags=re.M)
+    return [(t, body.strip("\n")) for t, body in zip(parts[1::2], parts[2::2]) if t]
 
 
 # -- parsing -------------------------------------------------------------------------------------
@@ -220,12 +200,10 @@ def _parse_rhs(rhs: str) -> tuple[str, str, tuple[str, ...], str | None]:
     if not m:
         return (rhs.split()[0] if rhs.split() else "?"), rhs, _ids(rhs), None
     op, rest = m.group(0), rhs[m.end():].strip()
-    if op == "call":
-        ids = _ids(rest)
-        return op, rest, ids, (ids[0] if ids else None)
-    if rest.startswith("(") and b.endswith(")"):
+    if op != "call" and rest.startswith("(") and b.endswith(")"):
         rest = rest[1:-1]
-    return op, rest, _ids(rest), None
+    ids = _ids(rest)
+    return op, rest, ids, (ids[0] if ids and op == "call" else None)
 
 
 class _Builder:
@@ -238,21 +216,24 @@ class _Builder:
         self.stack: list[dict[str, Any]] = []
         self.pending: dict[str, Any] | None = None  # header waiting for `{` or a declaration
         self.decos: list[Decoration] = []
-        self.in_params = False
         self.sources: dict[str, str] = {}
 
     def _container(self, kind: str, ident: str, type_: str, n: int) -> dict[str, Any]:
         parent = self.stack[-1]["id"] if self.stack else None
         f = {"id": ident, "kind": kind, "type": type_, "decos": self.decos, "blocks": [], "body": [],
              "parent": parent, "line": n, "dbg": None}
+        if parent is not None:  # a placeholder, so that uses inside the parent resolve
+            self._inst(ident, type_, kind, "", (), "", n)
         self.decos = []
-        if parent is not None:
-            self._add_inst({"id": ident, "type": type_, "opcode": kind, "args": "", "operands": (),
-                            "text": "", "line": n, "decos": f["decos"], "rate": None, "callee": None})
         self.funcs.append(f)
         return f
 
-    def _add_inst(self, inst: dict[str, Any], param: bool = False) -> None:
+    def _inst(self, ident: str | None, type_: str | None, op: str, args: str, ops: tuple[str, ...],
+              raw: str, n: int, param: bool = False, rate: str | None = None, callee: str | None = None) -> None:
+        inst = {"id": None if ident in (None, "_") else ident, "type": type_, "opcode": op, "args": args,
+                "operands": ops, "text": raw.strip(), "line": n, "decos": self.decos, "rate": rate,
+                "callee": callee}
+        self.decos = []
         if not self.stack:
             self.globals.append(inst)
             return
@@ -282,11 +263,7 @@ class _Builder:
             self.stack.append({"id": None, "blocks": [], "body": [], "dbg": None})
             return
         if s == "}":
-            if self.stack:
-                self.stack.pop()
-            else:
-                self.errors.append(f"line {n}: unbalanced '}}'")
-            self.in_params = False
+            _ = self.stack.pop() if self.stack else self.errors.append(f"line {n}: unbalanced '}}'")
             return
         if s.startswith("["):
             m = _DECO.match(s)
@@ -302,26 +279,17 @@ class _Builder:
                 self.stack.append(self._container("func", f"anon{n}", "", n))
             self.stack[-1]["blocks"].append({"label": m.group(1), "params": [], "insts": [], "decos": self.decos})
             self.decos = []
-            self.in_params = m.group(2).endswith("(")
             return
         m = _PARAM.match(s)
         if m:
             type_ = m.group(2).strip()
-            if type_.endswith("):"):
-                type_, self.in_params = type_[:-2].rstrip(), False
-            type_ = type_.rstrip(",").rstrip()
+            type_ = type_[:-2] if type_.endswith("):") else type_.rstrip(",")
             self._inst(m.group(1), type_, "param", "", (), raw, n, param=True)
             return
         m = _LET.match(s)
         if m:
             rate, ident, rest = m.groups()
-            b = _blank_strings(rest)
-            depth, cut = 0, -1
-            for i, c in enumerate(b):
-                depth += {"(": 1, ")": -1}.get(c, 0)
-                if c == "=" and depth == 0:
-                    cut = i
-                    break
+            cut = _blank_strings(rest).find("=")
             type_, rhs = (rest[:cut].strip(), rest[cut + 1:]) if cut >= 0 else (rest.strip(), "")
             op, args, ops, callee = _parse_rhs(rhs) if rhs.strip() else ("?", "", (), None)
             self._inst(ident, type_, op, args, ops, raw, n, rate=rate, callee=callee)
@@ -331,8 +299,8 @@ class _Builder:
             return
         m = _HEADER.match(s)
         if m and m.group(1) not in _NOT_HEADERS:
-            f = self._container(m.group(1), m.group(2), m.group(3), n)
-            if not m.group(4):
+            f = self._container(m.group(1), m.group(2) or f"_{n}", m.group(4), n)
+            if not m.group(5):
                 self.pending = f
             return
         rate = None
@@ -340,14 +308,6 @@ class _Builder:
             rate, s = s[1:].split(None, 1)
         op, args, ops, callee = _parse_rhs(s)
         self._inst(None, None, op, args, ops, raw, n, rate=rate, callee=callee)
-
-    def _inst(self, ident: str | None, type_: str | None, op: str, args: str, ops: tuple[str, ...],
-              raw: str, n: int, param: bool = False, rate: str | None = None, callee: str | None = None) -> None:
-        inst = {"id": None if ident in (None, "_") else ident, "type": type_, "opcode": op, "args": args,
-                "operands": ops, "text": raw.strip(), "line": n, "decos": self.decos, "rate": rate,
-                "callee": callee}
-        self.decos = []
-        self._add_inst(inst, param)
 
     # -- freezing --------------------------------------------------------------------------------
 
@@ -369,16 +329,13 @@ class _Builder:
         insts = tuple(self._freeze_inst(i) for i in b["insts"])
         succ: list[str] = []
         structure: list[tuple[str, str]] = []
-        if insts:
-            term = insts[-1]
-            special = _STRUCTURE.get(term.opcode, {})
-            for pos, arg in enumerate(_split_top(term.args)):
-                m = re.fullmatch(r"%([A-Za-z0-9_]+)", arg)
-                if m and m.group(1) in labels:
-                    if pos in special:
-                        structure.append((special[pos], m.group(1)))
-                    elif m.group(1) not in succ:
-                        succ.append(m.group(1))
+        special = _STRUCTURE.get(insts[-1].opcode, {}) if insts else {}
+        for pos, arg in enumerate(_split_top(insts[-1].args) if insts else []):
+            if arg[:1] == "%" and arg[1:] in labels:
+                if pos in special:
+                    structure.append((special[pos], arg[1:]))
+                elif arg[1:] not in succ:
+                    succ.append(arg[1:])
         return IRBlock(b["label"], tuple(self._freeze_inst(p) for p in b["params"]), insts, tuple(succ),
                        tuple(structure))
 
@@ -389,13 +346,16 @@ class _Builder:
             labels = {b["label"] for b in f["blocks"]}
             decos = tuple(f["decos"])
             name = next((a.strip('"') for n, a in decos if n == "nameHint"), None) or decode_name(f["id"])
-            mangled, p = None, f
+            mangled, imported, p = None, False, f
             while p is not None and mangled is None:
-                mangled = next((a.strip('"') for n, a in p["decos"] if n in ("export", "import")), None)
+                hit = next(((n, a.strip('"')) for n, a in p["decos"] if n in ("export", "import")), None)
+                if hit:
+                    imported, mangled = hit[0] == "import", hit[1]
                 p = byid.get(p["parent"]) if p["parent"] else None
             out.append(IRFunction(f["id"], name, f["kind"], f["type"], mangled, decos,
                                   tuple(self._freeze_block(b, labels) for b in f["blocks"]),
-                                  tuple(self._freeze_inst(i) for i in f["body"]), f["parent"], f["line"]))
+                                  tuple(self._freeze_inst(i) for i in f["body"]), f["parent"], f["line"],
+                                  imported))
         return IRModule(tuple(out), tuple(self._freeze_inst(g) for g in self.globals), tuple(self.errors))
 
 
@@ -415,32 +375,21 @@ def parse_ir(text: str) -> IRModule:
 
 # -- graphs --------------------------------------------------------------------------------------
 
-def _function_nodes(mod: IRModule) -> tuple[dict[str, IRFunction], dict[str, IRInst]]:
+def _function_graph(mod: IRModule) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Function-level nodes (funcs and derivative requests) and call/derivative/copy edges."""
     funcs = {f.id: f for f in mod.funcs}
     derivs = {g.id: g for g in mod.globals if g.id and (g.opcode in AUTODIFF_OPS or g.opcode == "FunctionCopy")}
-    return funcs, derivs
-
-
-def _function_edges(mod: IRModule) -> list[dict[str, Any]]:
-    funcs, derivs = _function_nodes(mod)
-    allf = {f.id: f for f in mod.functions}
-    glob = {g.id: g for g in mod.globals if g.id}
-    by_name = {f.name: f.id for f in mod.funcs}
+    allf, glob = {f.id: f for f in mod.functions}, {g.id: g for g in mod.globals if g.id}
+    by_name = {f.name: f.id for f in sorted(mod.funcs, key=lambda f: (f.parent is None, bool(f.blocks)))}
+    edges: dict[tuple[str, str, str], dict[str, Any]] = {}
 
     def resolve(ident: str | None, depth: int = 0) -> str | None:
-        if ident is None or depth > 8:
-            return None
-        if ident in funcs or ident in derivs:
-            return ident
+        if ident in funcs or ident in derivs or ident is None or depth > 8:
+            return ident if depth <= 8 else None
         if ident in allf and allf[ident].kind == "generic":
-            inner = [g.id for g in mod.funcs if g.parent == ident]
-            return inner[0] if inner else None
+            return next((g.id for g in mod.funcs if g.parent == ident), None)
         g = glob.get(ident)
-        if g is not None and g.opcode == "specialize" and g.operands:
-            return resolve(g.operands[0], depth + 1)
-        return None
-
-    edges: dict[tuple[str, str, str], dict[str, Any]] = {}
+        return resolve(g.operands[0], depth + 1) if g and g.opcode == "specialize" and g.operands else None
 
     def add(src: str | None, dst: str | None, kind: str, role: str | None = None) -> None:
         if src and dst and src != dst:
@@ -450,7 +399,7 @@ def _function_edges(mod: IRModule) -> list[dict[str, Any]]:
         for i in f.insts:
             if i.opcode == "call":
                 add(f.id, resolve(i.callee), "call")
-        for name, args in f.decorations:
+        for name, args in f.decorations:  # derivative decorations, in Slang versions that have them
             if "Derivative" in name and "Member" not in name:
                 for t in _ids(args):
                     add(resolve(t), f.id, "derivative", name)
@@ -458,40 +407,52 @@ def _function_edges(mod: IRModule) -> list[dict[str, Any]]:
         if ad and ad[1] in by_name:
             add(f.id, by_name[ad[1]], "derivative", ad[0])
     for d in derivs.values():
-        role = AUTODIFF_OPS.get(d.opcode)
         for t in d.operands:
-            add(d.id, resolve(t), "derivative" if role else "copy", role)
-    for w in mod.functions:  # witness tables for I{Forward,Backward}Differentiable<f>
-        if w.kind != "witness_table":
-            continue
-        m = re.search(r"\)\s*\(%([A-Za-z0-9_]+)\)\s*$", w.type)
-        spec = re.match(r"witness_table_t\(specialize\(%([A-Za-z0-9_]+)", w.type)
+            add(d.id, resolve(t), "derivative" if d.opcode in AUTODIFF_OPS else "copy", AUTODIFF_OPS.get(d.opcode))
+    for w in mod.functions:  # witness tables of I{Forward,Backward}Differentiable<f> name f's derivatives
+        m = re.search(r"\)\s*\(%([A-Za-z0-9_]+)\)\s*$", w.type) if w.kind == "witness_table" else None
+        spec = re.match(r"witness_table_t\(specialize\(%([A-Za-z0-9_]+)", w.type) if m else None
         iface = allf.get(spec.group(1)) if spec else None
-        if not (m and iface and iface.mangled_name and "Differentiable" in iface.mangled_name):
-            continue
-        role = "forward" if "IForwardDifferentiable" in iface.mangled_name else "backward"
-        for e in w.body:
-            for t in e.operands[1:2]:
-                add(resolve(t), resolve(m.group(1)), "derivative", role)
-    return list(edges.values())
+        if m and iface and "Differentiable" in (iface.mangled_name or ""):
+            role = "forward" if "IForwardDifferentiable" in (iface.mangled_name or "") else "backward"
+            for e in w.body:
+                add(resolve(e.operands[1]) if len(e.operands) > 1 else None, resolve(m.group(1)), "derivative", role)
+    nodes: dict[str, Any] = {}
+    for f in funcs.values():
+        role, primal = classify_autodiff(f.name) or (None, None)
+        nodes[f.id] = {"id": f.id, "label": f.name, "kind": "function", "mangled": f.mangled_name,
+                       "imported": f.imported, "entry_point": f.decoration("entryPoint") is not None,
+                       "generic": f.parent, "blocks": len(f.blocks), "role": role, "primal_name": primal,
+                       "decorations": [n for n, _ in f.decorations]}
+    elist = list(edges.values())
+    for d in derivs.values():
+        p = _primal(d.id, elist, funcs)
+        nodes[d.id] = {"id": d.id, "label": f"{d.name or d.opcode}({funcs[p].name if p else '?'})",
+                       "kind": "derivative", "opcode": d.opcode, "role": AUTODIFF_OPS.get(d.opcode, "user"),
+                       "primal": p, "text": d.text}
+    return nodes, elist
 
 
-def _inst_node(fid: str, blk: str | None, i: IRInst) -> dict[str, Any]:
-    loc = i.loc
-    return {"id": f"{fid}:{i.id or 'L%d' % i.line}", "label": f"{i.name or i.id or ''} = {i.opcode}" if i.id
-            else i.opcode, "kind": "param" if i.opcode == "param" else "inst", "opcode": i.opcode,
-            "type": i.type, "block": blk, "function": fid, "text": i.text,
-            "loc": [loc.path, loc.line, loc.column] if loc else None}
+def _primal(node: str, edges: list[dict[str, Any]], funcs: dict[str, IRFunction]) -> str | None:
+    """The function a derivative node differentiates, following derivative and copy edges."""
+    seen, todo = {node}, [node]
+    while todo:
+        cur = todo.pop(0)
+        for e in edges:
+            if e["source"] == cur and e["kind"] != "call" and e["target"] not in seen:
+                if e["target"] in funcs and e["kind"] == "derivative":
+                    return e["target"]
+                seen.add(e["target"])
+                todo.append(e["target"])
+    return None
 
 
 def _back_edges(f: IRFunction) -> set[tuple[str, str]]:
+    """CFG edges that go back to a block on the DFS stack (loop back edges)."""
     succ = {b.label: b.successors for b in f.blocks}
     back: set[tuple[str, str]] = set()
-    if not f.blocks:
-        return back
-    state: dict[str, int] = {}
-    stack = [(f.blocks[0].label, iter(succ[f.blocks[0].label]))]
-    state[f.blocks[0].label] = 1
+    state = {f.blocks[0].label: 1} if f.blocks else {}
+    stack = [(b, iter(succ[b])) for b in state]
     while stack:
         node, it = stack[-1]
         nxt = next(it, None)
@@ -508,75 +469,49 @@ def _back_edges(f: IRFunction) -> set[tuple[str, str]]:
 
 def to_graph(module: IRModule, function: str | None = None, level: str = "function",
              include_debug: bool = False) -> dict[str, Any]:
-    """Nodes and edges for a graph widget.
+    """``{"level", "function", "nodes", "edges"}`` for a graph widget (node ids are strings).
 
-    level "function": functions and derivative requests, with call and derivative edges (restricted
-    to what `function` reaches, plus its direct users, when given); "block": basic blocks with
-    control-flow edges (``back`` marks loop back edges); "instruction": instructions with def-use
-    edges. Debug* instructions are left out unless `include_debug`.
+    level "function": functions and derivative requests with call/derivative/copy edges (with
+    `function`: what it reaches plus its direct users); "block": basic blocks with "flow" edges
+    (``back`` marks loop back edges) and merge/break/continue edges; "instruction": instructions with
+    def-use ("use") edges. Debug* instructions are left out unless `include_debug`.
     """
+    out: dict[str, Any] = {"level": level, "function": function, "nodes": [], "edges": []}
     if level == "function":
-        funcs, derivs = _function_nodes(module)
-        edges = _function_edges(module)
-        keep: set[str] | None = None
+        nodes, edges = _function_graph(module)
+        start = module.function(function) if function is not None else None
         if function is not None:
-            start = module.function(function)
-            keep = {start.id} if start else set()
-            frontier = list(keep)
-            while frontier:
-                cur = frontier.pop()
-                for e in edges:
-                    if e["source"] == cur and e["target"] not in keep:
-                        keep.add(e["target"])
-                        frontier.append(e["target"])
+            keep = todo = {start.id} if start else set()
+            while todo:
+                todo = {e["target"] for e in edges if e["source"] in todo} - keep
+                keep = keep | todo
             keep |= {e["source"] for e in edges if start and e["target"] == start.id}
-        nodes = [{"id": f.id, "label": f.name, "kind": "function", "mangled": f.mangled_name,
-                  "imported": f.imported, "entry_point": f.decoration("entryPoint") is not None,
-                  "generic": f.parent, "blocks": len(f.blocks), "role": (classify_autodiff(f.name) or (None,))[0],
-                  "decorations": [n for n, _ in f.decorations]} for f in funcs.values()]
-        nodes += [{"id": d.id, "label": f"{d.name or d.opcode}", "kind": "derivative", "opcode": d.opcode,
-                   "role": AUTODIFF_OPS.get(d.opcode, "user"), "text": d.text} for d in derivs.values()]
-        if keep is not None:
-            nodes = [n for n in nodes if n["id"] in keep]
+            nodes = {k: v for k, v in nodes.items() if k in keep}
             edges = [e for e in edges if e["source"] in keep and e["target"] in keep]
-        return {"level": level, "function": function, "nodes": nodes, "edges": edges}
+        return {**out, "nodes": list(nodes.values()), "edges": edges}
     if level not in ("block", "instruction"):
         raise ValueError(f"level must be 'function', 'block' or 'instruction', not {level!r}")
-    if function is not None:
-        f0 = module.function(function)
-        chosen = [f0] if f0 else []
-    else:
-        chosen = [f for f in module.funcs if f.blocks]
-    nodes: list[dict[str, Any]] = []
-    edges2: list[dict[str, Any]] = []
-    for f in chosen:
-        back = _back_edges(f)
+    chosen = [module.function(function)] if function is not None else [f for f in module.funcs if f.blocks]
+    show = (lambda i: True) if include_debug else (lambda i: not i.opcode.startswith("Debug"))
+    for f in filter(None, chosen):
         if level == "block":
+            back = _back_edges(f)
             for b in f.blocks:
-                nodes.append({"id": f"{f.id}:{b.label}", "label": b.label, "kind": "block", "function": f.id,
-                              "params": [p.name or p.id for p in b.params], "insts": len(b.insts),
-                              "text": "\n".join(i.text for i in b.insts
-                                                if include_debug or not i.opcode.startswith("Debug"))})
-                edges2 += [{"source": f"{f.id}:{b.label}", "target": f"{f.id}:{s}", "kind": "flow",
-                            "back": (b.label, s) in back} for s in b.successors]
-                edges2 += [{"source": f"{f.id}:{b.label}", "target": f"{f.id}:{s}", "kind": k, "back": False}
-                           for k, s in b.structure]
+                out["nodes"].append({"id": f"{f.id}:{b.label}", "label": b.label, "kind": "block",
+                                     "function": f.id, "params": [p.name or p.id for p in b.params],
+                                     "insts": len(b.insts), "text": "\n".join(i.text for i in b.insts if show(i))})
+                out["edges"] += [{"source": f"{f.id}:{b.label}", "target": f"{f.id}:{t}", "kind": k,
+                                  "back": (b.label, t) in back} for k, t in
+                                 [("flow", t) for t in b.successors] + list(b.structure)]
             continue
-        defs: dict[str, str] = {}
-        for b in f.blocks:
-            for i in (*b.params, *b.insts):
-                if not include_debug and i.opcode.startswith("Debug"):
-                    continue
-                node = _inst_node(f.id, b.label, i)
-                nodes.append(node)
-                if i.id:
-                    defs[i.id] = node["id"]
-        for b in f.blocks:
-            for i in b.insts:
-                if not include_debug and i.opcode.startswith("Debug"):
-                    continue
-                tgt = f"{f.id}:{i.id or 'L%d' % i.line}"
-                for k, op in enumerate(dict.fromkeys(i.operands)):
-                    if op in defs:
-                        edges2.append({"source": defs[op], "target": tgt, "kind": "use", "operand": k})
-    return {"level": level, "function": function, "nodes": nodes, "edges": edges2}
+        insts = [(b.label, i) for b in f.blocks for i in (*b.params, *b.insts) if show(i)]
+        key = {id(i): f"{f.id}:{i.id or 'L%d' % i.line}" for _, i in insts}
+        defs = {i.id: key[id(i)] for _, i in insts if i.id}
+        for blk, i in insts:
+            loc = [i.loc.path, i.loc.line, i.loc.column] if i.loc else None
+            out["nodes"].append({"id": key[id(i)], "label": f"{i.name or i.id} = {i.opcode}" if i.id else i.opcode,
+                                 "kind": "param" if i.opcode == "param" else "inst", "opcode": i.opcode,
+                                 "type": i.type, "block": blk, "function": f.id, "text": i.text, "loc": loc})
+            out["edges"] += [{"source": defs[op], "target": key[id(i)], "kind": "use", "operand": k}
+                             for k, op in enumerate(dict.fromkeys(i.operands)) if op in defs]
+    return out

@@ -278,10 +278,8 @@ class Session:
     def compile_entry(self, name: str, target: str | None = None) -> CompiledKernel:
         """Target code and reflection for a compute kernel of the current cells (cached)."""
         cell = self._owner(name, kernel=True)
-        earlier = [self._cells[n] for n in list(self._cells)[: list(self._cells).index(cell.name)]]
         imports = [self._cells[n] for n in cell.imports]
         full = import_prefix([c.module for c in imports]) + cell.source
-        del earlier
         return self.compile_source(cell.name, cell.module, full, [name], target or self.backend.target,
                                    self._closure(imports))[name]
 
@@ -353,6 +351,12 @@ class Session:
         from . import ir as ir_module
 
         return ir_module.to_graph(ir_module.parse_ir(self.ir(name)), **kwargs)
+
+    def set_backend(self, name: str) -> None:
+        """Switch backend; cells stay compiled (kernels are rebuilt for the new target on first use)."""
+        new = create_backend(name, self)
+        old, self.backend = self.backend, new
+        old.close()
 
     # -- lifecycle ----------------------------------------------------------------------------------
 

@@ -1,0 +1,278 @@
+"""SlangFunction: a plain Slang function called from Python, vectorised over numpy arrays.
+
+Calls, `fwd_diff` and `bwd_diff` all go through generated Slang wrapper kernels (one thread per
+element), so every backend runs them the same way it runs user kernels.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+from .backends._packing import ParameterError, element_dtype
+from .cache import digest
+from .cells import identifiers, import_prefix, resolve_imports
+from .compiler.reflection import FunctionInfo
+
+if TYPE_CHECKING:
+    from .session import CompiledKernel, Session
+
+__all__ = ["GradCheck", "SlangFunction"]
+
+ENTRY = "sk_entry"
+GROUP = 64
+_FLOATY = re.compile(r"^(float|half|double)(\d(x\d)?)?$")
+
+
+@dataclass(frozen=True)
+class GradCheck:
+    """Autodiff gradients against central finite differences, per differentiable input."""
+
+    names: tuple[str, ...]
+    autodiff: tuple[np.ndarray, ...]
+    numeric: tuple[np.ndarray, ...]
+    max_abs_error: tuple[float, ...]
+    ok: tuple[bool, ...]
+
+    @property
+    def passed(self) -> bool:
+        return all(self.ok)
+
+
+class SlangFunction:
+    """Call with numpy arrays (broadcast like numpy); `.fwd` and `.bwd` give derivatives."""
+
+    def __init__(self, session: "Session", name: str) -> None:
+        self.session = session
+        self.name = name
+
+    # -- introspection ------------------------------------------------------------------------------
+
+    def overloads(self) -> tuple[FunctionInfo, ...]:
+        return self.session.function_info(self.name)[1]
+
+    def info(self, nargs: int | None = None) -> FunctionInfo:
+        fns = self.overloads()
+        if nargs is None:
+            return fns[0]
+        inputs = [f for f in fns if sum(d != "out" for _, _, d in f.params) == nargs]
+        if not inputs:
+            sigs = "; ".join(f.signature for f in fns)
+            raise TypeError(f"{self.name}() takes {', '.join(str(sum(d != 'out' for *_, d in f.params)) for f in fns)} "
+                            f"argument(s), got {nargs}. Signature: {sigs}")
+        return inputs[0]
+
+    @property
+    def signature(self) -> str:
+        return "; ".join(f.signature for f in self.overloads())
+
+    def __repr__(self) -> str:
+        try:
+            return f"<SlangFunction {self.signature}>"
+        except Exception as exc:
+            return f"<SlangFunction {self.name} [{type(exc).__name__}]>"
+
+    def differentiable_params(self, fn: FunctionInfo) -> list[int]:
+        return [i for i, (n, t, d) in enumerate(fn.params)
+                if d != "out" and n not in fn.no_diff and self._is_diff_type(t)]
+
+    def _is_diff_type(self, tname: str) -> bool:
+        if _FLOATY.match(tname):
+            return True
+        for cell_name in self.session.cells:
+            cell = self.session.cell(cell_name)
+            if re.search(rf"\bstruct\s+{re.escape(tname)}\s*:[^{{]*\bIDifferentiable\b", cell.source):
+                return True
+        return False
+
+    # -- wrapper generation ---------------------------------------------------------------------------
+
+    def _wrapper(self, fn: FunctionInfo, mode: str) -> tuple[str, list[tuple[str, str, str]]]:
+        """Slang source of a one-thread-per-element kernel, and its buffers (name, role, Slang type)."""
+        diff = set(self.differentiable_params(fn)) if mode != "call" else set()
+        if mode != "call" and not fn.differentiable:
+            raise TypeError(f"{self.name} is not [Differentiable]: mark it so to use .{mode}()")
+        if mode != "call" and not diff:
+            raise TypeError(f"{self.name} has no differentiable inputs (float-based, not no_diff)")
+        bufs: list[tuple[str, str, str]] = []
+        pre, args, post = [], [], []
+        for i, (pname, t, d) in enumerate(fn.params):
+            a = f"sk_a{i}"
+            if d != "out":
+                bufs.append((a, f"in:{i}", t))
+            if mode == "call":
+                if d == "in":
+                    args.append(f"{a}[sk_i]")
+                else:
+                    pre.append(f"{t} sk_v{i} = {'' if d == 'out' else a + '[sk_i]'}{'{}' if d == 'out' else ''};")
+                    args.append(f"sk_v{i}")
+                    bufs.append((f"sk_o{i}", f"out:{i}", t))
+                    post.append(f"sk_o{i}[sk_i] = sk_v{i};")
+            elif i in diff:
+                if mode == "fwd":
+                    bufs.append((f"sk_d{i}", f"tangent:{i}", t))
+                    args.append(f"diffPair({a}[sk_i], sk_d{i}[sk_i])")
+                else:
+                    pre.append(f"var sk_p{i} = diffPair({a}[sk_i]);")
+                    args.append(f"sk_p{i}")
+                    bufs.append((f"sk_g{i}", f"grad:{i}", t))
+                    post.append(f"sk_g{i}[sk_i] = sk_p{i}.d;")
+            else:
+                if d != "in":
+                    raise TypeError(f"{self.name}: .{mode}() supports only `in` parameters ({pname} is {d})")
+                args.append(f"{a}[sk_i]")
+        call = ", ".join(args)
+        has_result = fn.result not in ("void", "")
+        if mode == "call":
+            body = f"sk_r[sk_i] = {self.name}({call});" if has_result else f"{self.name}({call});"
+            if has_result:
+                bufs.append(("sk_r", "result", fn.result))
+        elif mode == "fwd":
+            body = f"var sk_res = fwd_diff({self.name})({call}); sk_r[sk_i] = sk_res.p; sk_rd[sk_i] = sk_res.d;"
+            bufs += [("sk_r", "result", fn.result), ("sk_rd", "result_d", fn.result)]
+        else:
+            if has_result:
+                bufs.append(("sk_dout", "grad_out", fn.result))
+                call = f"{call}, sk_dout[sk_i]" if call else "sk_dout[sk_i]"
+            body = f"bwd_diff({self.name})({call});"
+        decls = "".join(
+            f"uniform {'RW' if role.split(':')[0] in ('out', 'result', 'result_d', 'grad') else ''}"
+            f"StructuredBuffer<{t}> {b}, " for b, role, t in bufs)
+        lines = [
+            f'[shader("compute")][numthreads({GROUP}, 1, 1)]',
+            f"void {ENTRY}(uint3 sk_tid: SV_DispatchThreadID, {decls}uniform uint sk_n)",
+            "{",
+            "    uint sk_i = sk_tid.x;",
+            "    if (sk_i >= sk_n) return;",
+            *("    " + p for p in pre),
+            "    " + body,
+            *("    " + p for p in post),
+            "}",
+        ]
+        return "\n".join(lines) + "\n", bufs
+
+    def _compile(self, fn: FunctionInfo, mode: str, target: str | None = None) -> tuple["CompiledKernel", list]:
+        body, bufs = self._wrapper(fn, mode)
+        s = self.session
+        cells = [s.cell(n) for n in s.cells]
+        owner, _ = s.function_info(self.name)
+        upto = cells[: [c.name for c in cells].index(owner.name) + 1]
+        imports = resolve_imports(identifiers(body) | {self.name}, upto)
+        source = import_prefix([c.module for c in imports]) + body
+        module = "sk_fn_" + digest(source)[:12]
+        what = f"{self.name}.{mode} wrapper"
+        ck = s.compile_source(what, module, source, [ENTRY], target or s.backend.target, s._closure(imports))[ENTRY]
+        return ck, bufs
+
+    def code(self, target: str = "hlsl", mode: str = "call") -> str:
+        return self._compile(self.info(), mode, target)[0].code
+
+    # -- running ------------------------------------------------------------------------------------
+
+    def _run(self, fn: FunctionInfo, mode: str, inputs: dict[str, Any]) -> dict[str, np.ndarray]:
+        ck, bufs = self._compile(fn, mode)
+        params = {p.name: p for p in ck.entry_point.uniforms}
+        elem: dict[str, tuple[np.dtype, tuple[int, ...]]] = {}
+        for b, _, _ in bufs:
+            t = params[b].type
+            if t.element is None:
+                raise ParameterError(f"{self.name}: cannot map {t.name} to numpy")
+            elem[b] = element_dtype(t.element)
+        arrays: dict[str, np.ndarray] = {}
+        batch: list[tuple[int, ...]] = []
+        for b, value in inputs.items():
+            dt, shp = elem[b]
+            try:
+                arr = np.asarray(value, dtype=dt) if dt.fields is None else np.asarray(value)
+            except (TypeError, ValueError):
+                raise ParameterError(f"{self.name}: argument for {params[b].type.element.name} "  # type: ignore[union-attr]
+                                     f"could not be converted to {dt}") from None
+            if shp and tuple(arr.shape[arr.ndim - len(shp):]) != shp:
+                raise ParameterError(f"{self.name}: an argument of Slang type {params[b].type.element.name} "  # type: ignore[union-attr]
+                                     f"needs trailing shape {shp}; got {arr.shape}")
+            arrays[b] = arr
+            batch.append(arr.shape[: arr.ndim - len(shp)])
+        try:
+            shape = np.broadcast_shapes(*batch) if batch else ()
+        except ValueError:
+            raise ParameterError(f"{self.name}: argument shapes {batch} do not broadcast together") from None
+        n = math.prod(shape)
+        values: dict[str, Any] = {"sk_n": np.uint32(n)}
+        for b, arr in arrays.items():
+            _, shp = elem[b]
+            values[b] = np.ascontiguousarray(np.broadcast_to(arr, shape + shp)).reshape((n,) + shp)
+        outputs = {}
+        for b, role, _ in bufs:
+            if b not in values:
+                dt, shp = elem[b]
+                outputs[b] = np.zeros((max(n, 1),) + shp, dt)
+                values[b] = outputs[b]
+        if n:
+            s = self.session
+            s.backend.dispatch(ck, (math.ceil(n / GROUP), 1, 1), values)
+        return {b: a[:n].reshape(shape + elem[b][1]) for b, a in outputs.items()}
+
+    def _bind_args(self, args: Sequence[Any], fn: FunctionInfo) -> dict[int, Any]:
+        idx = [i for i, (_, _, d) in enumerate(fn.params) if d != "out"]
+        return dict(zip(idx, args))
+
+    def __call__(self, *args: Any) -> Any:
+        fn = self.info(len(args))
+        given = self._bind_args(args, fn)
+        out = self._run(fn, "call", {f"sk_a{i}": v for i, v in given.items()})
+        results = ([out["sk_r"]] if "sk_r" in out else []) + [out[k] for k in sorted(out) if k.startswith("sk_o")]
+        return results[0] if len(results) == 1 else tuple(results)
+
+    def fwd(self, *args: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Forward mode: each differentiable input as (primal, tangent) (a plain value means tangent 0).
+        Returns (value, directional derivative)."""
+        fn = self.info(len(args))
+        diff = set(self.differentiable_params(fn))
+        inputs: dict[str, Any] = {}
+        for i, v in self._bind_args(args, fn).items():
+            if i in diff:
+                p, d = v if isinstance(v, tuple) and len(v) == 2 else (v, np.zeros_like(np.asarray(v, np.float32)))
+                inputs[f"sk_a{i}"], inputs[f"sk_d{i}"] = p, d
+            else:
+                inputs[f"sk_a{i}"] = v
+        out = self._run(fn, "fwd", inputs)
+        return out["sk_r"], out["sk_rd"]
+
+    def bwd(self, *args: Any, grad_out: Any = 1.0) -> Any:
+        """Reverse mode: gradients of each differentiable input (a tuple if several), scaled by grad_out."""
+        fn = self.info(len(args))
+        inputs = {f"sk_a{i}": v for i, v in self._bind_args(args, fn).items()}
+        if fn.result not in ("void", ""):
+            inputs["sk_dout"] = grad_out
+        out = self._run(fn, "bwd", inputs)
+        grads = [out[f"sk_g{i}"] for i in self.differentiable_params(fn)]
+        return grads[0] if len(grads) == 1 else tuple(grads)
+
+    def check_grad(self, *args: Any, eps: float = 1e-3, rtol: float = 1e-2, atol: float = 1e-3) -> GradCheck:
+        """Compare .bwd with central finite differences of the primal, for scalar float inputs."""
+        fn = self.info(len(args))
+        diff = self.differentiable_params(fn)
+        auto = self.bwd(*args)
+        auto = auto if isinstance(auto, tuple) else (auto,)
+        numeric, errs, oks = [], [], []
+        for k, i in enumerate(diff):
+            x = np.asarray(args[i], np.float64)
+            plus = list(args)
+            minus = list(args)
+            plus[i] = (x + eps).astype(np.float32)
+            minus[i] = (x - eps).astype(np.float32)
+            num = (np.asarray(self(*plus), np.float64) - np.asarray(self(*minus), np.float64)) / (2 * eps)
+            if num.shape != np.shape(auto[k]):
+                num = np.broadcast_to(num, np.shape(auto[k]))
+            err = float(np.max(np.abs(num - auto[k]))) if np.size(num) else 0.0
+            numeric.append(num)
+            errs.append(err)
+            oks.append(bool(np.allclose(auto[k], num, rtol=rtol, atol=atol)))
+        names = tuple(fn.params[i][0] for i in diff)
+        return GradCheck(names, tuple(auto), tuple(numeric), tuple(errs), tuple(oks))
+
+
