@@ -303,9 +303,8 @@ class _Builder:
             if not m.group(5):
                 self.pending = f
             return
-        rate = None
-        if s.startswith("@") and " " in s:
-            rate, s = s[1:].split(None, 1)
+        m = re.match(r"@(\w+)\s+(.+)", s)
+        rate, s = m.groups() if m else (None, s)
         op, args, ops, callee = _parse_rhs(s)
         self._inst(None, None, op, args, ops, raw, n, rate=rate, callee=callee)
 

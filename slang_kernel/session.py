@@ -106,6 +106,8 @@ class Session:
         module = old.module if old else module_name_for(name, (c.module for c in self._cells.values()))
         cell = self._check(name, module, source, earlier)
         if cell.error is not None:
+            if any(d.code == "crash" for d in cell.diagnostics):
+                raise SlangCompilerCrash(cell.error + " The session is unchanged.")
             raise SlangCompileError(
                 f"{name} did not compile; the session is unchanged.", cell.diagnostics, self._sources(cell)
             )
@@ -201,6 +203,8 @@ class Session:
             if key == cell.digest and cell.ok:
                 continue
             new = self._check(cell.name, cell.module, cell.source, earlier)
+            if new.error is not None:  # keep what it defined, so lookups can say it is broken
+                new.decls, new.entry_points = cell.decls, cell.entry_points
             self._cells[later_name] = new
             (broken if new.error is not None else recompiled).append(later_name)
         return tuple(recompiled), tuple(broken)
@@ -310,7 +314,12 @@ class Session:
         if not reply["ok"]:
             sources = self._sources()
             sources[what] = source.split("\n", line_offset)[-1] if line_offset else source
-            raise SlangCompileError(f"{', '.join(entries)} did not compile for target {target}.", diags, sources)
+            hint = ""
+            if target == "cpp" and any(d.code == "E36107" for d in diags):
+                hint = (" Slang's CPU target has no group barriers, atomics or wave operations (the notes "
+                        "below name the construct): run this kernel with backend='vulkan' or 'cuda'.")
+            raise SlangCompileError(f"{', '.join(entries)} did not compile for target {target}.{hint}",
+                                    diags, sources)
         out = {}
         for e in entries:
             ck = CompiledKernel(f"{key}/{e}", e, target, reply["code"][e], reply["reflection"], what, tuple(diags))

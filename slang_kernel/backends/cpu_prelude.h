@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <string.h>
 #include <stdint.h>
+#include <stdio.h>
 
 extern "C" {
 struct SkBoundsReport { uint64_t count; uint64_t index; uint64_t size; };

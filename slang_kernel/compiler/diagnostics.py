@@ -17,7 +17,7 @@ __all__ = [
 Severity = Literal["error", "warning", "note", "internal"]
 
 # code, severity, file, line, col, endLine, endCol, message
-_LINE = re.compile(r"^([A-Za-z]*\d+)\t(\w+)\t([^\t]*)\t(-?\d+)\t(-?\d+)\t(-?\d+)\t(-?\d+)\t(.*)$")
+_LINE = re.compile(r"^([A-Za-z]*\d*)\t(\w+)\t([^\t]*)\t(-?\d+)\t(-?\d+)\t(-?\d+)\t(-?\d+)\t(.*)$")
 # Diagnostics on generated code nobody wrote; they would only confuse (entry-point uniform packing).
 _NOISE = {"E31106", "E31107"}
 
@@ -83,8 +83,10 @@ def parse_diagnostics(text: str, line_offsets: Mapping[str, int] | None = None) 
             ln, eln = max(1, ln - shift), max(0, eln - shift)
         if sev == "span" and out and out[-1].code == code and out[-1].cell == cell and out[-1].line == ln:
             last = out[-1]
-            out[-1] = Diagnostic(last.severity, code, cell, ln, int(col), msg, eln, int(ecol))
+            out[-1] = Diagnostic(last.severity, code, cell, ln, int(col), msg or last.message, eln, int(ecol))
             continue
+        if sev == "span" or (sev == "note" and path.endswith(".meta.slang")):
+            continue  # a span without its head, or a note inside Slang's own core module
         out.append(Diagnostic(_severity(sev), code, cell, ln, int(col), msg, eln, int(ecol)))
     return out
 

@@ -1,0 +1,664 @@
+"""Vulkan backend: slangpy's sgl device (a GPU driver, or Mesa lavapipe in software).
+
+sgl compiles Slang *source* modules itself (it needs its own reflection to bind parameters by name),
+so each cell is loaded into sgl's Slang session as a source module under a content-hashed name
+(`<module>_<digest>`: sgl refuses to reload a name with new source, slangpy #966), with the cell's
+one-line import prefix rewritten to the hashed names of the cells it imports. Modules are cached by
+that name (an unchanged cell is never reloaded) and compute kernels per kernel revision
+(`CompiledKernel.key`). Our own compiler still reflects the kernel for target "spirv" (thread group
+size, parameter checks, buffer element layouts).
+
+Parameters are bound by name through sgl's shader cursor: entry-point uniforms on the entry point,
+globals on the root object. numpy arrays are uploaded; RW buffers and RW textures are read back into
+the same arrays. `backend.buffer(...)` / `backend.texture(...)` make device-resident objects that
+kernels use without copies (`.numpy()` reads them back).
+
+`printf` in a kernel is rewritten (in sgl's copy of the source only) into sgl's `print` (format
+converted from printf's `%d` style to `{}`), and its output is written to sys.stdout after the
+dispatch, so it shows up in the notebook cell.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import threading
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+import numpy as np
+
+from ..compiler.reflection import TypeInfo
+from . import BackendUnavailable
+from ._packing import ParameterError, _describe, buffer_array, element_dtype, numpy_dtype
+
+if TYPE_CHECKING:
+    from ..session import CompiledKernel, Session
+
+__all__ = ["VulkanBackend", "VulkanBuffer", "VulkanCompileError", "VulkanTexture", "create"]
+
+INSTALL_HINT = (
+    "install a Vulkan driver: on Debian 12 `apt-get install -t bookworm-backports mesa-vulkan-drivers "
+    "libvulkan1` (Mesa >= 25 lavapipe; needs `deb http://deb.debian.org/debian bookworm-backports main` "
+    "in the apt sources), on Debian 13 / Ubuntu 24.04 `apt-get install mesa-vulkan-drivers libvulkan1`; "
+    "with an NVIDIA GPU the NVIDIA driver's Vulkan ICD. Check with `vulkaninfo --summary` (vulkan-tools)")
+
+
+class VulkanCompileError(RuntimeError):
+    """sgl (slangpy) could not compile or link a kernel that our compiler accepted."""
+
+
+def create(session: "Session") -> "VulkanBackend":
+    return VulkanBackend(session)
+
+
+# -- printf -> sgl print --------------------------------------------------------------------------
+
+_PRINTF = re.compile(r'\bprintf\s*\(\s*"((?:\\.|[^"\\])*)"')
+_SPEC = re.compile(r"%([-+ #0]*)(\d+)?(?:\.(\d+))?(?:hh|h|ll|l|z|j|t|L)?([diuxXfFeEgGcsp%])")
+
+
+def _printf_format(fmt: str) -> str:
+    """printf's format -> fmt's (what sgl's print formats with): %d -> {}, %.3f -> {:.3f}."""
+    out, pos = [], 0
+    for m in _SPEC.finditer(fmt):
+        out.append(fmt[pos:m.start()].replace("{", "{{").replace("}", "}}"))
+        pos = m.end()
+        flags, width, prec, conv = m.groups()
+        if conv == "%":
+            out.append("%")
+            continue
+        spec = ""
+        if "-" in flags:
+            spec += "<"
+        if "+" in flags:
+            spec += "+"
+        if "0" in flags and "-" not in flags:
+            spec += "0"
+        spec += width or ""
+        if prec is not None and conv in "fFeEgGs":
+            spec += "." + prec
+        if conv in "xXeEfFgG":
+            spec += conv
+        elif conv == "p":
+            spec += "x"
+        out.append("{" + (":" + spec if spec else "") + "}")
+    out.append(fmt[pos:].replace("{", "{{").replace("}", "}}"))
+    text = "".join(out)
+    return text[:-2] if text.endswith("\\n") else text  # sgl ends every message with a newline
+
+
+def _rewrite_printf(source: str) -> str:
+    return _PRINTF.sub(lambda m: f'print("{_printf_format(m.group(1))}"', source)
+
+
+def _uses_printf(source: str) -> bool:
+    return _PRINTF.search(source) is not None
+
+
+# -- formats --------------------------------------------------------------------------------------
+
+_TEX_DIMS = {"texture_1d": 1, "texture_2d": 2, "texture_3d": 3, "texture_cube": 2,
+             "texture_1d_array": 2, "texture_2d_array": 3}
+
+
+def _format_for(spy: Any, scalar: str, channels: int, normalized8: bool = False) -> Any:
+    ch = {1: "r", 2: "rg", 3: "rgba", 4: "rgba"}[channels]
+    if normalized8:
+        return getattr(spy.Format, f"{ch}8_unorm")
+    kind = {"float32": "32_float", "float16": "16_float", "uint32": "32_uint", "int32": "32_sint",
+            "uint16": "16_uint", "int16": "16_sint", "uint8": "8_uint", "int8": "8_sint"}.get(scalar)
+    if kind is None:
+        raise ParameterError(f"no texture format holds {scalar} texels")
+    return getattr(spy.Format, ch + kind)
+
+
+def _texel(t: TypeInfo) -> tuple[str, int]:
+    """(scalar, channels) of a texture's element type; float4 when reflection does not say."""
+    el = t.element
+    if el is not None and el.kind in ("scalar", "vector") and el.scalar:
+        return el.scalar, (el.count if el.kind == "vector" else 1) or 1
+    m = _TEXEL_NAME.search(el.name if el is not None else "")
+    if m is None:
+        return "float32", 4
+    return _TEXEL_SCALARS[m.group(1)], int(m.group(2) or 1)
+
+
+_TEXEL_NAME = re.compile(r"\b(float|half|double|int|uint|int16_t|uint16_t|int8_t|uint8_t|bool)([1-4])?\b")
+_TEXEL_SCALARS = {"float": "float32", "half": "float16", "double": "float64", "int": "int32", "uint": "uint32",
+                  "int16_t": "int16", "uint16_t": "uint16", "int8_t": "int8", "uint8_t": "uint8", "bool": "uint32"}
+
+
+_DTYPE_SCALAR = {np.dtype(np.float32): "float32", np.dtype(np.float16): "float16", np.dtype(np.uint32): "uint32",
+                 np.dtype(np.int32): "int32", np.dtype(np.uint16): "uint16", np.dtype(np.int16): "int16",
+                 np.dtype(np.uint8): "uint8", np.dtype(np.int8): "int8"}
+
+
+# -- device-resident objects ----------------------------------------------------------------------
+
+
+class VulkanBuffer:
+    """A buffer that lives on the device: pass it to kernels (no copy); `.numpy()` reads it back."""
+
+    def __init__(self, backend: "VulkanBackend", shape: tuple[int, ...], dtype: np.dtype, data: np.ndarray | None):
+        self.backend, self.shape, self.dtype = backend, shape, np.dtype(dtype)
+        self.nbytes = int(np.prod(shape, dtype=np.int64)) * self.dtype.itemsize
+        self.sgl = backend._new_buffer(self.nbytes, data)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def numpy(self) -> np.ndarray:
+        raw = self.sgl.to_numpy()
+        return np.frombuffer(raw.tobytes()[: self.nbytes], dtype=self.dtype).reshape(self.shape).copy()
+
+    def upload(self, array: Any) -> None:
+        arr = np.ascontiguousarray(array, dtype=self.dtype)
+        if arr.size != self.size:
+            raise ValueError(f"upload: buffer holds {self.shape} of {self.dtype}; got shape {arr.shape}")
+        if arr.nbytes:
+            self.sgl.copy_from_numpy(arr.reshape(-1).view(np.uint8))
+
+    def __repr__(self) -> str:
+        return f"<VulkanBuffer {self.dtype} {self.shape} on {self.backend.adapter}>"
+
+
+class VulkanTexture:
+    """A texture that lives on the device ((H, W, C) for 2D, (D, H, W, C) for 3D, (W, C) for 1D)."""
+
+    def __init__(self, backend: "VulkanBackend", shape: tuple[int, ...], dtype: np.dtype, data: np.ndarray | None,
+                 dims: int = 2):
+        spy = backend.spy
+        self.backend, self.dims, self.dtype = backend, dims, np.dtype(dtype)
+        if len(shape) == dims:
+            shape = (*shape, 1)
+        if len(shape) != dims + 1 or shape[-1] not in (1, 2, 3, 4):
+            raise ValueError(f"a {dims}D texture needs shape {'(D, H, W, C)' if dims == 3 else '(H, W, C)' if dims == 2 else '(W, C)'}"
+                             f" with C in 1..4; got {shape}")
+        self.shape = tuple(int(x) for x in shape)
+        scalar = _DTYPE_SCALAR.get(self.dtype)
+        if scalar is None:
+            raise ValueError(f"no texture format holds {self.dtype} texels")
+        self.channels = self.shape[-1]
+        self.format = _format_for(spy, scalar, self.channels, normalized8=self.dtype == np.uint8)
+        self._stored = 4 if self.channels == 3 else self.channels
+        size = self.shape[:-1][::-1]  # width first
+        kind = {1: spy.TextureType.texture_1d, 2: spy.TextureType.texture_2d, 3: spy.TextureType.texture_3d}[dims]
+        usage = (spy.TextureUsage.shader_resource | spy.TextureUsage.unordered_access
+                 | spy.TextureUsage.copy_source | spy.TextureUsage.copy_destination)
+        if self.dtype == np.uint8 or self.channels == 3:
+            usage = spy.TextureUsage.shader_resource | spy.TextureUsage.copy_source | spy.TextureUsage.copy_destination
+        try:
+            self.sgl = backend.device.create_texture(
+                type=kind, format=self.format, width=size[0], height=size[1] if dims > 1 else 1,
+                depth=size[2] if dims > 2 else 1, usage=usage)
+        except Exception:  # storage usage unsupported for this format: sampled only
+            usage = spy.TextureUsage.shader_resource | spy.TextureUsage.copy_source | spy.TextureUsage.copy_destination
+            self.sgl = backend.device.create_texture(
+                type=kind, format=self.format, width=size[0], height=size[1] if dims > 1 else 1,
+                depth=size[2] if dims > 2 else 1, usage=usage)
+        if data is not None:
+            self.upload(data)
+
+    def upload(self, array: Any) -> None:
+        arr = np.asarray(array)
+        if arr.ndim == self.dims:
+            arr = arr[..., None]
+        if arr.shape != self.shape:
+            raise ValueError(f"upload: texture is {self.shape}; got shape {arr.shape}")
+        arr = arr.astype(self.dtype, copy=False)
+        if self._stored != self.channels:
+            pad = np.zeros((*arr.shape[:-1], self._stored), self.dtype)
+            pad[..., : self.channels] = arr
+            if self.dtype == np.uint8:
+                pad[..., 3] = 255
+            elif self.dtype.kind == "f":
+                pad[..., 3] = 1
+            arr = pad
+        if self._stored == 1:
+            arr = arr[..., 0]
+        self.sgl.copy_from_numpy(np.ascontiguousarray(arr))
+
+    def numpy(self) -> np.ndarray:
+        raw = np.asarray(self.sgl.to_numpy())
+        raw = raw.reshape((*self.shape[:-1], -1))[..., : self.channels]
+        return np.ascontiguousarray(raw.view(self.dtype) if raw.dtype != self.dtype and raw.dtype.itemsize == self.dtype.itemsize
+                                    else raw.astype(self.dtype, copy=False))
+
+    def __repr__(self) -> str:
+        return f"<VulkanTexture {self.format.name} {self.shape} on {self.backend.adapter}>"
+
+
+# -- the backend ----------------------------------------------------------------------------------
+
+
+class VulkanBackend:
+    name = "vulkan"
+    target = "spirv"
+
+    def __init__(self, session: "Session") -> None:
+        try:
+            import slangpy as spy
+        except ImportError as exc:  # pragma: no cover - slangpy is a dependency
+            raise BackendUnavailable(f"slangpy is not installed ({exc}): pip install slangpy==0.43.1") from None
+        self.spy = spy
+        self.session = session
+        opts: dict[str, Any] = {}
+        if session.defines:
+            opts["defines"] = {str(k): str(v) for k, v in session.defines.items()}
+        try:
+            self.device = spy.Device(
+                type=spy.DeviceType.vulkan, enable_print=True, enable_hot_reload=False,
+                compiler_options=spy.SlangCompilerOptions(opts) if opts else None)
+        except RuntimeError as exc:
+            raise BackendUnavailable(f"no Vulkan device ({str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}): "
+                                     + INSTALL_HINT) from None
+        self.adapter = self.device.info.adapter_name
+        self._modules: dict[str, Any] = {}        # hashed module name -> sgl SlangModule
+        self._kernels: dict[str, tuple[Any, bool]] = {}   # CompiledKernel.key -> (sgl ComputeKernel, uses printf)
+        self._samplers: dict[Any, Any] = {}
+        self._lock = threading.RLock()
+
+    def describe(self) -> str:
+        soft = "llvmpipe" in self.adapter.lower() or "lavapipe" in self.adapter.lower()
+        return f"{self.adapter} ({'software Vulkan, Mesa lavapipe' if soft else 'Vulkan'})"
+
+    def compile_options(self, target: str) -> tuple[str, ...]:
+        # sgl compiles for Vulkan with scalar block layout and row-major matrices: reflect the same
+        # layouts (buffer element dtypes come from this reflection)
+        if target in ("spirv", "spirv-asm", "glsl"):
+            return ("-fvk-use-scalar-layout", "-matrix-layout-row-major")
+        return ()
+
+    # -- device-resident objects ------------------------------------------------------------------
+
+    def buffer(self, array_or_shape: Any, dtype: Any = None) -> VulkanBuffer:
+        """A device buffer: from an array (uploaded) or a shape (+ dtype, default float32; zero-filled)."""
+        if isinstance(array_or_shape, np.ndarray) or (
+                not isinstance(array_or_shape, (int, tuple)) and hasattr(array_or_shape, "__array__")):
+            arr = np.ascontiguousarray(array_or_shape, dtype=dtype)
+            return VulkanBuffer(self, arr.shape, arr.dtype, arr)
+        shape = (array_or_shape,) if isinstance(array_or_shape, int) else tuple(array_or_shape)
+        return VulkanBuffer(self, shape, np.dtype(dtype or np.float32), None)
+
+    def texture(self, array_or_shape: Any, dtype: Any = None, *, dims: int = 2) -> VulkanTexture:
+        """A device texture from an (H, W, C) array (uint8 -> *8_unorm, float32 -> *32_float) or a shape."""
+        if isinstance(array_or_shape, np.ndarray) or hasattr(array_or_shape, "__array__") and not isinstance(array_or_shape, tuple):
+            arr = np.asarray(array_or_shape, dtype=dtype)
+            return VulkanTexture(self, arr.shape if arr.ndim > dims else (*arr.shape, 1), arr.dtype, arr, dims)
+        return VulkanTexture(self, tuple(array_or_shape), np.dtype(dtype or np.float32), None, dims)
+
+    def sampler(self, spec: Any = None) -> Any:
+        """An sgl Sampler: None/"linear", "point"/"nearest", or a dict of create_sampler options."""
+        spy = self.spy
+        if spec is not None and type(spec).__name__ == "Sampler":
+            return spec
+        key = repr(sorted(spec.items())) if isinstance(spec, Mapping) else spec
+        hit = self._samplers.get(key)
+        if hit is not None:
+            return hit
+        if spec is None or spec == "linear":
+            s = self.device.create_sampler()
+        elif spec in ("point", "nearest"):
+            p = spy.TextureFilteringMode.point
+            s = self.device.create_sampler(min_filter=p, mag_filter=p, mip_filter=p)
+        elif isinstance(spec, Mapping):
+            s = self.device.create_sampler(**spec)
+        else:
+            raise ParameterError(f"a SamplerState needs None, 'linear', 'point', a dict of options or an sgl "
+                                 f"Sampler; got {_describe(spec)}")
+        self._samplers[key] = s
+        return s
+
+    # -- compile ----------------------------------------------------------------------------------
+
+    def load(self, kernel: "CompiledKernel") -> tuple[Any, bool]:
+        """The sgl compute kernel of this kernel revision (cells loaded as hashed source modules)."""
+        hit = self._kernels.get(kernel.key)
+        if hit is not None:
+            return hit
+        with self._lock:
+            hit = self._kernels.get(kernel.key)
+            if hit is not None:
+                return hit
+            session = self.session
+            try:
+                cell = session.cell(kernel.cell)
+            except KeyError:
+                raise VulkanCompileError(
+                    f"{kernel.entry}: the Vulkan backend dispatches kernels defined in cells; "
+                    f"{kernel.cell!r} is not a cell of this session") from None
+            chain = self._chain(cell)
+            modules, printf = [], False
+            for c in chain:
+                mod, uses = self._module(c)
+                modules.append(mod)
+                printf = printf or uses
+            spy_session = self.device.slang_session
+            try:
+                program = spy_session.link_program(modules, [modules[-1].entry_point(kernel.entry)])
+                sk = self.device.create_compute_kernel(program)
+            except Exception as exc:
+                raise VulkanCompileError(f"slangpy could not build {kernel.entry} ({kernel.cell}) for Vulkan:\n{exc}") from None
+            hit = (sk, printf)
+            self._kernels[kernel.key] = hit
+            return hit
+
+    def _chain(self, cell: Any) -> list[Any]:
+        """The cells `cell` imports, transitively, in session order, then `cell` itself."""
+        session = self.session
+        order = {n: i for i, n in enumerate(session.cells)}
+        seen: dict[str, Any] = {}
+        stack = [session.cell(n) for n in cell.imports]
+        while stack:
+            c = stack.pop()
+            if c.name in seen:
+                continue
+            seen[c.name] = c
+            stack.extend(session.cell(n) for n in c.imports if n in order)
+        return [*sorted(seen.values(), key=lambda c: order.get(c.name, -1)), cell]
+
+    def _hashed(self, cell: Any) -> str:
+        return f"{cell.module}_{cell.digest[:16]}"
+
+    def _module(self, cell: Any) -> tuple[Any, bool]:
+        name = self._hashed(cell)
+        uses = _uses_printf(cell.source)
+        mod = self._modules.get(name)
+        if mod is None:
+            prefix = "".join(f"import {self._hashed(self.session.cell(n))}; " for n in cell.imports)
+            if uses:
+                prefix += "import sgl.device.print; "
+            source = prefix + "\n" + (_rewrite_printf(cell.source) if uses else cell.source)
+            try:
+                mod = self.device.slang_session.load_module_from_source(name, source, path=f"{cell.name}@{cell.digest[:8]}")
+            except Exception as exc:
+                raise VulkanCompileError(f"slangpy could not load {cell.name} for Vulkan:\n{exc}") from None
+            self._modules[name] = mod
+        return mod, uses
+
+    # -- dispatch ---------------------------------------------------------------------------------
+
+    def dispatch(self, kernel: "CompiledKernel", groups: tuple[int, int, int], values: Mapping[str, Any]) -> None:
+        sk, printf = self.load(kernel)
+        spy = self.spy
+        ep = kernel.entry_point
+        binder = _Binder(self)
+        try:
+            entry = {p.name: binder.value(p.type, values[p.name], p.name) for p in ep.uniforms}
+            glob = {p.name: binder.value(p.type, values[p.name], p.name) for p in kernel.reflection.globals}
+        except Exception:
+            binder.release()
+            raise
+        try:
+            encoder = self.device.create_command_encoder()
+            with encoder.begin_compute_pass() as cpass:
+                root = cpass.bind_pipeline(sk.pipeline)
+                cursor = spy.ShaderCursor(root)
+                for n, v in glob.items():
+                    _set(cursor, n, v, kernel.entry)
+                if entry:
+                    ecur = cursor.find_entry_point(0)
+                    for n, v in entry.items():
+                        _set(ecur, n, v, kernel.entry)
+                cpass.dispatch_compute(spy.uint3(*groups))
+            self.device.submit_command_buffer(encoder.finish())
+            binder.read_back()
+            if printf:
+                text = self.device.flush_print_to_string()
+                if text:
+                    sys.stdout.write(text)
+                    sys.stdout.flush()
+        finally:
+            binder.release()
+
+    # -- buffer pool --------------------------------------------------------------------------------
+
+    def _usage(self) -> Any:
+        U = self.spy.BufferUsage
+        return U.shader_resource | U.unordered_access | U.copy_source | U.copy_destination
+
+    def _new_buffer(self, nbytes: int, data: np.ndarray | None) -> Any:
+        size = max(4, (int(nbytes) + 3) // 4 * 4)
+        if data is not None and data.nbytes:
+            raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+            if raw.nbytes != size:
+                raw = np.concatenate([raw, np.zeros(size - raw.nbytes, np.uint8)])
+            return self.device.create_buffer(size=size, usage=self._usage(), data=raw)
+        buf = self.device.create_buffer(size=size, usage=self._usage())
+        if data is None:
+            enc = self.device.create_command_encoder()
+            enc.clear_buffer(buf)
+            self.device.submit_command_buffer(enc.finish())
+        return buf
+
+    def close(self) -> None:
+        self._kernels.clear()
+        self._modules.clear()
+        self._samplers.clear()
+        try:
+            self.device.close()
+        except Exception:
+            pass
+
+
+def _set(cursor: Any, name: str, value: Any, entry: str) -> None:
+    try:
+        cursor[name] = value
+    except Exception as exc:
+        raise ParameterError(f"{entry}(): could not bind parameter `{name}` on Vulkan: {exc}") from None
+
+
+class _Binder:
+    """Converts one dispatch's Python values into what sgl's cursor takes, and writes RW data back."""
+
+    def __init__(self, backend: VulkanBackend) -> None:
+        self.b = backend
+        self.spy = backend.spy
+        self.writeback: list[tuple[Any, Any]] = []   # (callable reading device -> numpy, None)
+        self.by_id: dict[tuple[int, str], Any] = {}   # same array passed twice -> one device object
+
+    def release(self) -> None:
+        self.writeback.clear()
+        self.by_id.clear()
+
+    def read_back(self) -> None:
+        for fn in self.writeback:
+            fn()
+
+    def value(self, t: TypeInfo, v: Any, name: str) -> Any:
+        k = t.kind
+        if k == "scalar":
+            return _scalar(t, v, name)
+        if k in ("vector", "matrix"):
+            dt = numpy_dtype(t)
+            base, shape = dt.subdtype if dt.subdtype is not None else (dt, ())
+            if isinstance(v, np.ndarray) and v.dtype == base and v.shape == tuple(shape):
+                return v
+            src = np.asarray(v)
+            if src.dtype.kind == "c" or (base.kind in "iub" and src.dtype.kind == "f") or src.dtype.kind in "OUS":
+                raise _mismatch(t, v, name)
+            try:
+                arr = src.astype(base).reshape(shape) if src.size == int(np.prod(shape)) and (
+                    src.shape == tuple(shape) or src.ndim == 1 and k == "vector") else None
+            except (ValueError, TypeError):
+                arr = None
+            if arr is None:
+                raise _mismatch(t, v, name)
+            return arr
+        if k == "struct":
+            from ._packing import _as_mapping
+
+            m = _as_mapping(v, t, name)
+            return {f.name: self.value(f.type, m[f.name], f"{name}.{f.name}") for f in t.fields}
+        if k == "array" and t.element is not None:
+            el = t.element
+            if el.kind in ("scalar", "vector", "matrix") and isinstance(v, np.ndarray) and not el.kind == "resource":
+                seq = list(v)
+            else:
+                try:
+                    seq = list(v)
+                except TypeError:
+                    raise _mismatch(t, v, name) from None
+            if t.count and len(seq) != t.count:
+                raise ParameterError(f"parameter `{name}` ({t.name}) needs {t.count} elements; got {len(seq)}")
+            return [self.value(el, x, f"{name}[{i}]") for i, x in enumerate(seq)]
+        if k in ("constant_buffer", "parameter_block") and t.element is not None:
+            return self.value(t.element, v, name)
+        if k == "sampler":
+            return self.b.sampler(v)
+        if k == "resource":
+            if t.is_buffer:
+                return self.buffer(t, v, name)
+            if t.is_texture:
+                return self.texture(t, v, name)
+        raise ParameterError(f"parameter `{name}` is {t.name} ({t.kind}{', ' + t.shape if t.shape else ''}): "
+                             "the Vulkan backend cannot bind that kind of parameter yet")
+
+    # buffers
+    def buffer(self, t: TypeInfo, v: Any, name: str) -> Any:
+        if isinstance(v, VulkanBuffer):
+            if v.backend is not self.b:
+                raise ParameterError(f"parameter `{name}`: that buffer belongs to another Vulkan session")
+            return v.sgl
+        if type(v).__name__ == "Buffer" and hasattr(v, "to_numpy"):
+            return v
+        if isinstance(v, VulkanTexture):
+            raise ParameterError(f"parameter `{name}` is {t.name}: got a texture, need a buffer")
+        arr, staged = self._struct_stage(t, v, name)
+        if staged is None:
+            arr, _ = buffer_array(v, name, t)
+        key = (id(v), "buf")
+        hit = self.by_id.get(key)
+        if hit is not None:
+            return hit
+        buf = self.b._new_buffer(arr.nbytes, arr)
+        self.by_id[key] = buf
+        if t.writable and isinstance(v, np.ndarray):
+            target, nbytes = v, arr.nbytes
+
+            def back() -> None:
+                raw = np.asarray(buf.to_numpy()).reshape(-1)[:nbytes]
+                if staged is None:
+                    target.reshape(-1).view(np.uint8)[:] = raw
+                else:
+                    got = raw.view(arr.dtype).reshape(arr.shape)
+                    for f in arr.dtype.names or ():
+                        target[f] = got[f]
+
+            self.writeback.append(back)
+        return buf
+
+    def _struct_stage(self, t: TypeInfo, v: Any, name: str) -> tuple[np.ndarray | None, Any]:
+        """A structured array laid out differently from this target (e.g. made for the CPU backend):
+        repacked field by field into the target layout (and written back field by field)."""
+        if t.shape != "structured_buffer" or t.element is None or t.element.kind != "struct":
+            return None, None
+        if not isinstance(v, np.ndarray) or v.dtype.names is None:
+            return None, None
+        want, _ = element_dtype(t.element)
+        if v.dtype == want:
+            return None, None
+        if set(v.dtype.names) != set(want.names or ()):
+            raise ParameterError(f"parameter `{name}` ({t.name}): the array's fields {v.dtype.names} are not the "
+                                 f"struct's fields {want.names}")
+        out = np.zeros(v.shape, want)
+        for f in want.names or ():
+            out[f] = v[f]
+        return out, True
+
+    # textures
+    def texture(self, t: TypeInfo, v: Any, name: str) -> Any:
+        if isinstance(v, VulkanTexture):
+            if v.backend is not self.b:
+                raise ParameterError(f"parameter `{name}`: that texture belongs to another Vulkan session")
+            return v.sgl
+        if type(v).__name__ == "Texture" and hasattr(v, "to_numpy"):
+            return v
+        dims = _TEX_DIMS.get(t.shape or "")
+        if dims is None or t.shape in ("texture_cube",) or "array" in (t.shape or ""):
+            raise ParameterError(f"parameter `{name}` is {t.name}: the Vulkan backend binds numpy arrays to "
+                                 "Texture1D/2D/3D (and RW forms); pass an sgl Texture for other shapes")
+        scalar, channels = _texel(t)
+        if not isinstance(v, np.ndarray):
+            try:
+                v2 = np.asarray(v, dtype=np.float32 if scalar.startswith("float") else None)
+            except (TypeError, ValueError):
+                raise _tex_mismatch(t, v, name, dims, channels) from None
+        else:
+            v2 = v
+        shape = v2.shape
+        if v2.ndim == dims and channels == 1:
+            shape = (*shape, 1)
+        if len(shape) != dims + 1 or shape[-1] != channels or 0 in shape:
+            raise _tex_mismatch(t, v, name, dims, channels)
+        if t.writable and not (isinstance(v, np.ndarray) and v.flags.writeable):
+            raise ParameterError(f"parameter `{name}` ({t.name}) is written by the kernel: pass a writable numpy "
+                                 f"array of shape {'(D, H, W, C)' if dims == 3 else '(H, W, C)' if dims == 2 else '(W, C)'} "
+                                 f"with C = {channels}; got {_describe(v)}")
+        key = (id(v), "tex")
+        hit = self.by_id.get(key)
+        if hit is not None:
+            return hit
+        unorm8 = v2.dtype == np.uint8 and scalar.startswith("float")
+        if t.writable:
+            # storage images use the format Slang declares for the element type (float4 -> rgba32f)
+            store_dt = {"float32": np.float32, "float16": np.float16, "uint32": np.uint32, "int32": np.int32}.get(scalar)
+            if store_dt is None:
+                raise ParameterError(f"parameter `{name}` ({t.name}): RW textures of {scalar} are not supported")
+            data = v2.astype(np.float32) / 255.0 if unorm8 else v2
+            dev_dtype = np.dtype(store_dt)
+        else:
+            dev_dtype = np.dtype(np.uint8) if unorm8 else np.dtype({"float16": np.float16, "uint32": np.uint32,
+                                                                     "int32": np.int32}.get(scalar, np.float32))
+            data = v2
+        if dev_dtype.kind != data.dtype.kind and not unorm8:
+            if data.dtype.kind == "f" and dev_dtype.kind in "iu":
+                raise _tex_mismatch(t, v, name, dims, channels)
+        tex = VulkanTexture(self.b, shape, dev_dtype, None, dims)
+        tex.upload(np.asarray(data).reshape(shape).astype(dev_dtype, copy=False))
+        self.by_id[key] = tex.sgl
+        if t.writable:
+            target = v
+
+            def back() -> None:
+                got = tex.numpy().reshape(target.shape)
+                if unorm8:
+                    got = np.clip(np.rint(got * 255.0), 0, 255)
+                np.copyto(target, got, casting="unsafe")
+
+            self.writeback.append(back)
+        return tex.sgl
+
+
+def _scalar(t: TypeInfo, v: Any, name: str) -> Any:
+    if isinstance(v, (bool, np.bool_)) and t.scalar == "bool":
+        return bool(v)
+    arr = np.asarray(v)
+    if arr.size != 1 or arr.dtype.kind not in "biuf":
+        raise _mismatch(t, v, name)
+    x = arr.reshape(()).item()
+    s = t.scalar or "float32"
+    if s == "bool":
+        return bool(x)
+    if s.startswith(("int", "uint")):
+        if arr.dtype.kind == "f":
+            raise _mismatch(t, v, name)
+        return int(x)
+    return float(x)
+
+
+def _mismatch(t: TypeInfo, v: Any, name: str) -> ParameterError:
+    try:
+        dt = numpy_dtype(t)
+        what = f"{t.kind} of {dt.subdtype[0] if dt.subdtype else dt}" + (
+            f" with shape {dt.subdtype[1]}" if dt.subdtype else "")
+    except ParameterError:
+        what = t.kind
+    return ParameterError(f"parameter `{name}` is {t.name}: it needs a {what}; got {_describe(v)}")
+
+
+def _tex_mismatch(t: TypeInfo, v: Any, name: str, dims: int, channels: int) -> ParameterError:
+    want = {1: "(W, C)", 2: "(H, W, C)", 3: "(D, H, W, C)"}[dims]
+    return ParameterError(f"parameter `{name}` is {t.name}: pass a numpy array of shape {want} with C = {channels} "
+                          f"(float32, or uint8 for 0..1 values), or a backend.texture(...); got {_describe(v)}")

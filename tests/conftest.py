@@ -1,0 +1,69 @@
+"""Shared fixtures. `--backends cpu,vulkan,cuda` picks the devices the conformance suite runs on
+(default: every backend that works here; CUDA only where a GPU is present)."""
+
+from __future__ import annotations
+
+import os
+from typing import Iterator
+
+import pytest
+
+import slang_kernel as sk
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--backends", default=os.environ.get("SLANG_KERNEL_TEST_BACKENDS", "cpu,vulkan,cuda"),
+                     help="comma-separated backends for the conformance suite")
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A fresh compile cache for the test run, so tests exercise the compiler, not a stale cache."""
+    return str(tmp_path_factory.mktemp("slang-cache"))
+
+
+_SESSIONS: dict[str, sk.Session | BaseException] = {}
+
+
+def _backend_session(name: str, cache_dir: str) -> sk.Session:
+    got = _SESSIONS.get(name)
+    if got is None:
+        try:
+            got = sk.Session(backend=name, cache_dir=cache_dir)
+        except sk.BackendUnavailable as exc:
+            got = exc
+        _SESSIONS[name] = got
+    if isinstance(got, BaseException):
+        if name == "vulkan" and os.environ.get("SLANG_KERNEL_REQUIRE_VULKAN") == "1":
+            pytest.fail(f"Vulkan is required here (SLANG_KERNEL_REQUIRE_VULKAN=1) but: {got}")
+        pytest.skip(f"{name} backend unavailable: {got}")
+    return got
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "backend_name" in metafunc.fixturenames:
+        wanted = [b.strip() for b in metafunc.config.getoption("--backends").split(",") if b.strip()]
+        params = []
+        for b in wanted:
+            marks = [getattr(pytest.mark, b)] if b in ("vulkan", "cuda") else []
+            params.append(pytest.param(b, marks=marks, id=b))
+        metafunc.parametrize("backend_name", params, scope="module")
+
+
+@pytest.fixture(scope="module")
+def session(backend_name: str, cache_dir: str) -> Iterator[sk.Session]:
+    """A session on one backend; each test adds cells with fresh names (cells persist per module)."""
+    yield _backend_session(backend_name, cache_dir)
+
+
+@pytest.fixture()
+def cpu_session(cache_dir: str) -> Iterator[sk.Session]:
+    s = sk.Session(backend="cpu", cache_dir=cache_dir)
+    yield s
+    s.close()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    for s in _SESSIONS.values():
+        if isinstance(s, sk.Session):
+            s.close()
