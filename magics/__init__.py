@@ -11,6 +11,7 @@ by Jupyter's cell id), and later cells that use it are recompiled.
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from typing import Any
@@ -40,10 +41,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def session_for(shell: Any, backend: str | None = None) -> Session:
-    """The shell's one Slang session (created on first use; `slang_session` in the namespace)."""
+    """The shell's one Slang session (created on first use; `slang_session` in the namespace).
+
+    The default backend is "auto", or $SLANG_KERNEL_BACKEND when set (CI runs notebooks on each)."""
     s = shell.user_ns.get("slang_session")
     if not isinstance(s, Session):
-        s = Session(backend=backend or "auto")
+        s = Session(backend=backend or os.environ.get("SLANG_KERNEL_BACKEND", "auto"))
         shell.user_ns["slang_session"] = s
     elif backend and backend != s.backend.name:
         s.set_backend(backend)

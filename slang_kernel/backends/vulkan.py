@@ -128,6 +128,8 @@ _TEXEL_SCALARS = {"float": "float32", "half": "float16", "double": "float64", "i
                   "int16_t": "int16", "uint16_t": "uint16", "int8_t": "int8", "uint8_t": "uint8", "bool": "uint32"}
 
 
+_ZERO_CHECK_BYTES = 1 << 16   # RW arrays at least this big are checked for all-zeros (then cleared, not uploaded)
+
 _DTYPE_SCALAR = {np.dtype(np.float32): "float32", np.dtype(np.float16): "float16", np.dtype(np.uint32): "uint32",
                  np.dtype(np.int32): "int32", np.dtype(np.uint16): "uint16", np.dtype(np.int16): "int16",
                  np.dtype(np.uint8): "uint8", np.dtype(np.int8): "int8"}
@@ -243,13 +245,17 @@ class VulkanBackend:
             raise BackendUnavailable(f"slangpy is not installed ({exc}): pip install slangpy==0.43.1") from None
         self.spy = spy
         self.session = session
-        opts: dict[str, Any] = {}
+        # slangpy's shader folder on the include path, as slangpy.create_device does, so slangpy's
+        # functional API (spy.Module) works on this same device
+        from pathlib import Path
+
+        opts: dict[str, Any] = {"include_paths": [str(Path(spy.__file__).parent / "slang")]}
         if session.defines:
             opts["defines"] = {str(k): str(v) for k, v in session.defines.items()}
         try:
             self.device = spy.Device(
                 type=spy.DeviceType.vulkan, enable_print=True, enable_hot_reload=False,
-                compiler_options=spy.SlangCompilerOptions(opts) if opts else None)
+                compiler_options=spy.SlangCompilerOptions(opts))
         except RuntimeError as exc:
             raise BackendUnavailable(f"no Vulkan device ({str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}): "
                                      + INSTALL_HINT) from None
@@ -257,6 +263,7 @@ class VulkanBackend:
         self._modules: dict[str, Any] = {}        # hashed module name -> sgl SlangModule
         self._kernels: dict[str, tuple[Any, bool]] = {}   # CompiledKernel.key -> (sgl ComputeKernel, uses printf)
         self._samplers: dict[Any, Any] = {}
+        self._pool: dict[int, list[Any]] = {}            # size -> free staging buffers
         self._lock = threading.RLock()
 
     def describe(self) -> str:
@@ -392,6 +399,15 @@ class VulkanBackend:
             raise
         try:
             encoder = self.device.create_command_encoder()
+            for buf, raw in binder.uploads:
+                encoder.upload_buffer_data(buf, 0, raw)
+            for kind, obj in binder.clears:   # RW outputs given as zeros: cleared on the device, not uploaded
+                if kind == "buf":
+                    encoder.clear_buffer(obj)
+                elif kind == "texf":
+                    encoder.clear_texture_float(obj)
+                else:
+                    encoder.clear_texture_uint(obj)
             with encoder.begin_compute_pass() as cpass:
                 root = cpass.bind_pipeline(sk.pipeline)
                 cursor = spy.ShaderCursor(root)
@@ -418,7 +434,7 @@ class VulkanBackend:
         U = self.spy.BufferUsage
         return U.shader_resource | U.unordered_access | U.copy_source | U.copy_destination
 
-    def _new_buffer(self, nbytes: int, data: np.ndarray | None) -> Any:
+    def _new_buffer(self, nbytes: int, data: np.ndarray | None, clear: bool = True) -> Any:
         size = max(4, (int(nbytes) + 3) // 4 * 4)
         if data is not None and data.nbytes:
             raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
@@ -426,13 +442,26 @@ class VulkanBackend:
                 raw = np.concatenate([raw, np.zeros(size - raw.nbytes, np.uint8)])
             return self.device.create_buffer(size=size, usage=self._usage(), data=raw)
         buf = self.device.create_buffer(size=size, usage=self._usage())
-        if data is None:
+        if data is None and clear:
             enc = self.device.create_command_encoder()
             enc.clear_buffer(buf)
             self.device.submit_command_buffer(enc.finish())
         return buf
 
+    def _pool_take(self, nbytes: int) -> Any:
+        size = max(4, (int(nbytes) + 3) // 4 * 4)
+        free = self._pool.get(size)
+        if free:
+            return free.pop()
+        return self.device.create_buffer(size=size, usage=self._usage())
+
+    def _pool_give(self, buf: Any) -> None:
+        free = self._pool.setdefault(int(buf.size), [])
+        if len(free) < 8 and buf.size <= (64 << 20):
+            free.append(buf)
+
     def close(self) -> None:
+        self._pool.clear()
         self._kernels.clear()
         self._modules.clear()
         self._samplers.clear()
@@ -455,12 +484,20 @@ class _Binder:
     def __init__(self, backend: VulkanBackend) -> None:
         self.b = backend
         self.spy = backend.spy
-        self.writeback: list[tuple[Any, Any]] = []   # (callable reading device -> numpy, None)
+        self.writeback: list[Any] = []                # callables: device -> the user's numpy array
         self.by_id: dict[tuple[int, str], Any] = {}   # same array passed twice -> one device object
+        self.clears: list[tuple[str, Any]] = []       # device objects to zero before the dispatch
+        self.uploads: list[tuple[Any, np.ndarray]] = []
+        self.pooled: list[Any] = []
 
     def release(self) -> None:
+        for buf in self.pooled:
+            self.b._pool_give(buf)
+        self.pooled.clear()
+        self.uploads.clear()
         self.writeback.clear()
         self.by_id.clear()
+        self.clears.clear()
 
     def read_back(self) -> None:
         for fn in self.writeback:
@@ -532,7 +569,14 @@ class _Binder:
         hit = self.by_id.get(key)
         if hit is not None:
             return hit
-        buf = self.b._new_buffer(arr.nbytes, arr)
+        # staging buffers come from a pool (freed when the dispatch ends); data goes up in the
+        # dispatch's own command buffer
+        buf = self.b._pool_take(arr.nbytes)
+        self.pooled.append(buf)
+        if t.writable and arr.nbytes >= _ZERO_CHECK_BYTES and not arr.reshape(-1).view(np.uint8).any():
+            self.clears.append(("buf", buf))
+        elif arr.nbytes:
+            self.uploads.append((buf, arr.reshape(-1).view(np.uint8)))
         self.by_id[key] = buf
         if t.writable and isinstance(v, np.ndarray):
             target, nbytes = v, arr.nbytes
@@ -616,13 +660,20 @@ class _Binder:
             if data.dtype.kind == "f" and dev_dtype.kind in "iu":
                 raise _tex_mismatch(t, v, name, dims, channels)
         tex = VulkanTexture(self.b, shape, dev_dtype, None, dims)
-        tex.upload(np.asarray(data).reshape(shape).astype(dev_dtype, copy=False))
+        if t.writable and v.nbytes >= _ZERO_CHECK_BYTES and not np.any(v):
+            self.clears.append(("texf" if dev_dtype.kind == "f" else "texu", tex.sgl))
+        else:
+            tex.upload(np.asarray(data).reshape(shape).astype(dev_dtype, copy=False))
         self.by_id[key] = tex.sgl
         if t.writable:
             target = v
 
             def back() -> None:
-                got = tex.numpy().reshape(target.shape)
+                raw = np.asarray(tex.sgl.to_numpy())
+                raw = raw.reshape((*shape[:-1], -1))
+                if raw.dtype != dev_dtype:
+                    raw = raw.view(dev_dtype)
+                got = raw[..., :channels].reshape(target.shape)
                 if unorm8:
                     got = np.clip(np.rint(got * 255.0), 0, 255)
                 np.copyto(target, got, casting="unsafe")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import os
 import pickle
+import signal
 import struct
 import sys
 import time
@@ -80,10 +81,13 @@ class Worker:
     def op_check(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Front end only: diagnostics, serialized IR, and what the cell declares."""
         L = self.L
+        t = [time.process_time()]
         req = self._new_request(msg, ("-no-codegen",))
         try:
             tu = self._add_source(req, msg)
+            t.append(time.process_time())
             rc = L.spCompile(req)
+            t.append(time.process_time())
             out: dict[str, Any] = {"ok": rc >= 0, "diagnostics": self._diag(req)}
             if rc < 0:
                 return out
@@ -91,9 +95,12 @@ class Worker:
             blob = c_void_p()
             com_call(mod, _SERIALIZE, c_int, (POINTER(c_void_p), byref(blob)))
             out["blob"] = blob_bytes(blob.value)
+            t.append(time.process_time())
             decl = com_call(mod, _GET_MODULE_REFLECTION, c_void_p)
             out["decls"] = module_decls(L, decl) if decl else []
             out["entry_points"] = self._entry_points(mod)
+            t.append(time.process_time())
+            out["cpu_ms"] = {k: (b - a) * 1000 for k, a, b in zip(("load", "check", "serialize", "reflect"), t, t[1:])}
             if msg.get("ir"):
                 out["ir"] = self._disassemble(mod)
             return out
@@ -184,6 +191,9 @@ def _write(stream: BinaryIO, obj: Any) -> None:
 
 
 def main() -> None:
+    # The notebook's interrupt (SIGINT to the kernel's process group) is the client's to handle:
+    # it abandons the request and restarts this process if it must.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     inp = sys.stdin.buffer

@@ -111,7 +111,8 @@ class FunctionInfo:
     @property
     def signature(self) -> str:
         args = ", ".join(
-            (f"{d} " if d != "in" else "") + f"{t} {n}" for n, t, d in self.params
+            ("no_diff " if n in self.no_diff else "") + (f"{d} " if d != "in" else "") + f"{t} {n}"
+            for n, t, d in self.params
         )
         prefix = "[Differentiable] " if self.differentiable else ""
         return f"{prefix}{self.result} {self.name}({args})"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from ..compiler.reflection import DeclInfo
 from .language import ATTRIBUTES, BUILTIN_TYPES, INTRINSICS, KEYWORDS, SEMANTICS, SWIZZLE, vector_length
@@ -240,7 +240,9 @@ def _signature(d: DeclInfo) -> str:
     return f"{d.kind} {d.name}"
 
 
-def complete(code: str, cursor_pos: int, names: Mapping[str, DeclInfo], kernels: Iterable[str] = ()) -> Completion:
+def complete(code: str, cursor_pos: int, names: Mapping[str, DeclInfo], kernels: Iterable[str] = (),
+             kernel_params: Callable[[str], list[str]] | None = None) -> Completion:
+    """Completions at the cursor; `kernel_params(name)` lists a kernel's parameters for `%run`."""
     kernels = set(kernels)
     word, start, _ = word_at(code, cursor_pos)
     end = cursor_pos
@@ -269,8 +271,12 @@ def complete(code: str, cursor_pos: int, names: Mapping[str, DeclInfo], kernels:
         elif magic == "run" and arg_no == 1:
             cands = [(k, "kernel", _signature(names[k]) if k in names else k) for k in sorted(kernels)]
         elif magic == "run":
-            d = names.get(words[1]) if len(words) > 1 else None
-            params = [p[0] for f in (d.functions if d else ()) for p in f.params]
+            kname = words[1] if len(words) > 1 else ""
+            params = kernel_params(kname) if kernel_params else []
+            if not params:  # front-end signature: every parameter but the thread-id ones
+                d = names.get(kname)
+                params = [p[0] for f in (d.functions[:1] if d else ()) for p in f.params
+                          if not p[1].startswith(("uint3", "int3"))]
             cands = [(f"{p}=", "param", "") for p in ("threads", "groups", *params)]
         return _finish(cands, word, start, end)
 

@@ -1,0 +1,165 @@
+"""Engine benchmarks, each against a named peer measured in the same run.
+
+    .venv/bin/python bench/bench_engine.py [--repeat N]
+
+1. warm recompile of an edited 50-line cell   vs slangpy Module.load_from_source (same source)
+2. edit of the first cell of a 10-cell chain   vs slangpy loading the whole chain as one module
+3. kernel compile at the end of that chain     vs slangpy load + kernel lookup
+4. CPU dispatch                                 vs numpy, same arithmetic
+5. CPU dispatch, all cores                      vs 1 thread (compute-bound kernel)
+Medians over --repeat runs. The compile cache is off for our side, so every run compiles.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import tempfile
+import time
+from typing import Callable
+
+import numpy as np
+
+import slang_kernel as sk
+
+CELL_50 = "\n".join(
+    ["struct Material { float3 albedo; float roughness; float metallic; };"]
+    + [f"float f{i}(float x) {{ return x * {i + 1}.0 + sin(x * {i}.0); }}" for i in range(40)]
+    + ["float shade(Material m, float3 n, float3 l) {",
+       "    float d = max(dot(n, l), 0.0);",
+       "    float s = pow(d, 1.0 / max(m.roughness, 0.01));",
+       "    return d * m.albedo.x * (1 - m.metallic) + s * m.metallic;",
+       "}",
+       "[Differentiable] float loss(float x, float y) { return (x - y) * (x - y); }",
+       "float chain(float x) { return f0(f1(f2(f3(x)))); }",
+       "float3 tint(float3 c, float k) { return c * k; }",
+       ]
+)
+MANDEL = """
+[shader("compute")][numthreads(16, 16, 1)]
+void mandel(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<uint> it, uniform uint w, uniform uint h)
+{
+    if (t.x >= w || t.y >= h) return;
+    float2 c = float2(-2.0 + 2.5 * t.x / w, -1.25 + 2.5 * t.y / h), z = 0;
+    uint i = 0;
+    while (i < 256 && dot(z, z) < 4.0) { z = float2(z.x * z.x - z.y * z.y, 2 * z.x * z.y) + c; i++; }
+    it[t.y * w + t.x] = i;
+}"""
+ARITH = """
+[shader("compute")][numthreads(256, 1, 1)]
+void arith(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o, uniform StructuredBuffer<float> x,
+           uniform uint n)
+{
+    if (t.x < n) { float v = x[t.x]; o[t.x] = sqrt(v * v + 1.0) * exp(-v) + sin(v); }
+}"""
+
+
+def median_ms(fn: Callable[[], object], repeat: int) -> float:
+    fn()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(times)
+
+
+def chain_cells() -> list[str]:
+    cells = ["float c0(float x) { return x + 1; }"]
+    for i in range(1, 9):
+        cells.append(f"float c{i}(float x) {{ return c{i - 1}(x) * 1.5 + {i}; }}")
+    cells.append("""
+[Differentiable] float lossc(float x) { return x * x * 0.5; }
+[shader("compute")][numthreads(64, 1, 1)]
+void chain_kernel(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o, uniform StructuredBuffer<float> x)
+{
+    var p = diffPair(x[t.x]); bwd_diff(lossc)(p, 1.0);
+    o[t.x] = c8(x[t.x]) + p.d;
+}""")
+    return cells
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=15)
+    args = ap.parse_args()
+    import slangpy
+
+    try:
+        device = slangpy.create_device(type=slangpy.DeviceType.vulkan)
+    except Exception:
+        device = slangpy.create_device(type=slangpy.DeviceType.cpu)
+    peer = f"slangpy {slangpy.__version__} Module.load_from_source on {device.info.adapter_name}"
+    print(f"# machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, {platform.platform()}")
+    print(f"# peer: {peer}")
+    rows: list[tuple[str, float, float, str]] = []
+    counter = iter(range(10**9))
+
+    with tempfile.TemporaryDirectory() as tmp:
+        s = sk.Session(backend="cpu", cache=False, cache_dir=tmp)
+        s.run_cell(CELL_50, name="big")
+
+        ours = median_ms(lambda: s.run_cell(CELL_50 + f"\n// edit {next(counter)}", name="big"), args.repeat)
+        theirs = median_ms(lambda: slangpy.Module.load_from_source(
+            device, f"big{next(counter)}", CELL_50 + f"\n// edit {next(counter)}"), args.repeat)
+        rows.append(("warm recompile, 50-line cell", ours, theirs, "slangpy load_from_source"))
+
+        cells = chain_cells()
+        for i, c in enumerate(cells):
+            s.run_cell(c, name=f"chain{i}")
+        ours = median_ms(lambda: s.run_cell(cells[0] + f" // {next(counter)}", name="chain0"), args.repeat)
+        whole = "\n".join(cells)
+        theirs = median_ms(lambda: slangpy.Module.load_from_source(
+            device, f"chain{next(counter)}", whole + f"\n// {next(counter)}"), args.repeat)
+        rows.append(("edit first cell of a 10-cell chain", ours, theirs, "slangpy load of the chain"))
+
+        def our_kernel() -> None:
+            s._compiled.clear()
+            s.options = (f"-DBENCH_NONCE={next(counter)}",)  # a new key: a real compile every time
+            s.compile_entry("chain_kernel")
+
+        ours = median_ms(our_kernel, args.repeat)
+        s.options = ()
+
+        def their_kernel() -> None:
+            m = slangpy.Module.load_from_source(device, f"ck{next(counter)}", whole + f"\n// {next(counter)}")
+            m.module.entry_point("chain_kernel") if hasattr(m.module, "entry_point") else None
+            device.link_program([m.module], [m.module.entry_point("chain_kernel")])
+
+        try:
+            theirs = median_ms(their_kernel, args.repeat)
+        except Exception as exc:  # API differences: report, do not hide
+            print(f"# slangpy kernel link failed: {exc}")
+            theirs = float("nan")
+        rows.append(("kernel compile, end of 10-cell chain (cpp)", ours, theirs, "slangpy load + link_program"))
+
+        s.run_cell(ARITH, name="arith")
+        n = 1 << 22
+        x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
+        o = np.zeros(n, np.float32)
+        k = s.kernel("arith")
+        ours = median_ms(lambda: k(threads=n, o=o, x=x, n=n), args.repeat)
+        theirs = median_ms(lambda: np.sqrt(x * x + 1.0) * np.exp(-x) + np.sin(x), args.repeat)
+        assert np.allclose(o, np.sqrt(x * x + 1.0) * np.exp(-x) + np.sin(x), atol=1e-4)
+        rows.append((f"CPU dispatch, 2^22 floats, sqrt/exp/sin", ours, theirs, "numpy"))
+
+        s.run_cell(MANDEL, name="mandel")
+        w, h = 1024, 768
+        it = np.zeros((h, w), np.uint32)
+        km = s.kernel("mandel")
+        all_cores = median_ms(lambda: km(threads=(w, h), it=it, w=w, h=h), max(3, args.repeat // 3))
+        s.backend.workers = 1
+        one = median_ms(lambda: km(threads=(w, h), it=it, w=w, h=h), max(3, args.repeat // 3))
+        s.backend.workers = os.cpu_count() or 1
+        rows.append((f"CPU mandelbrot 1024x768, {os.cpu_count()} threads", all_cores, one, "1 thread"))
+        s.close()
+
+    print(f"\n{'benchmark':48} {'ours ms':>9} {'peer ms':>9} {'speed-up':>9}  peer")
+    for name, ours, theirs, who in rows:
+        print(f"{name:48} {ours:9.2f} {theirs:9.2f} {theirs / ours:8.2f}x  {who}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,388 @@
+"""SlangKernel: a Jupyter kernel whose cells are Slang, on top of IPython.
+
+A cell is Slang unless it starts with `%%python` / `%%py` (the rest is Python), another IPython
+cell magic (`%%timeit`, `%%html`, ...) or an IPython line magic that is not one of the kernel's own.
+Everything runs through the IPython shell, so comms, widgets, display, history, `In`/`Out` and the
+Python namespace behave exactly as in the Python kernel: a Slang cell is turned (by an input
+transformer) into one Python call to `SlangKernel.run_slang_cell`, which drives the same
+`slang_kernel.Session` as the `%%slang` magic. Nothing is compiled or dispatched here.
+
+Line magics inside a Slang cell (on a line of their own):
+
+    %backend cpu|vulkan|cuda|auto      switch the session's backend (no argument: show it)
+    %show TARGET [NAME ...]            generated code (hlsl, glsl, spirv-asm, metal, wgsl, cuda, cpp) of
+                                       the named kernels/functions (default: those of this cell)
+    %run KERNEL threads=(N,1,1) name=expr ...
+                                       dispatch a compute kernel; every `name=expr` is a Python
+                                       expression evaluated in the notebook's namespace (numpy arrays
+                                       are written back in place); `groups=` instead of `threads=`
+
+`%backend` runs before the cell's Slang is compiled; `%show` and `%run` after, in order.
+
+Cell names: the first run of a notebook cell (Jupyter cell id) is named `cell[N]`, N its execution
+count; running the same cell again (edited or not) reuses that name, so it replaces its earlier
+version in the session and later cells that use it are recompiled.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+from typing import Any
+
+from ipykernel.ipkernel import IPythonKernel
+from traitlets import List
+
+from .. import __version__
+from ..compiler.diagnostics import SlangCompileError, render_diagnostics
+from ..session import CODE_TARGETS, Session
+from . import completion
+from .display import KernelInterrupted, SlangKernelError, code_display, error_lines, summary
+from .language import LANGUAGE_INFO
+from .source import Magic, parse_cell
+
+__all__ = ["SlangKernel", "parse_run_args"]
+
+_KW = re.compile(r"([A-Za-z_]\w*)\s*=(?!=)")
+
+
+def parse_run_args(text: str) -> list[tuple[str, str]]:
+    """`threads=(n, 1, 1) out=a scale=2 * k` -> [("threads", "(n, 1, 1)"), ("out", "a"), ("scale", "2 * k")].
+
+    A new argument starts at `name=` outside brackets and strings; commas between arguments are allowed.
+    """
+    starts: list[tuple[int, int, str]] = []   # (start of name, start of value, name)
+    depth, quote, i = 0, "", 0
+    while i < len(text):
+        c = text[i]
+        if quote:
+            if c == "\\":
+                i += 2
+                continue
+            if c == quote:
+                quote = ""
+        elif c in "\"'":
+            quote = c
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif depth == 0 and (i == 0 or text[i - 1] in " \t,"):
+            m = _KW.match(text, i)
+            if m:
+                starts.append((i, m.end(), m.group(1)))
+                i = m.end()
+                continue
+        i += 1
+    if not starts:
+        if text.strip():
+            raise SlangKernelError(f"%run: expected name=value arguments, got {text.strip()!r}")
+        return []
+    if text[: starts[0][0]].strip(" \t,"):
+        raise SlangKernelError(f"%run: expected name=value arguments, got {text[: starts[0][0]].strip()!r}")
+    out = []
+    for n, (s, v, name) in enumerate(starts):
+        end = starts[n + 1][0] if n + 1 < len(starts) else len(text)
+        value = text[v:end].strip().rstrip(",").strip()
+        if not value:
+            raise SlangKernelError(f"%run: argument {name}= has no value")
+        out.append((name, value))
+    return out
+
+
+def _compile_error_handler(shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: Any = None) -> list[str]:
+    """Compile errors and kernel usage errors: the diagnostics only, no Python traceback."""
+    lines = error_lines(value)
+    shell._showtraceback(etype, value, lines)   # sends the `error` message and sets the reply's traceback
+    return lines
+
+
+class SlangKernel(IPythonKernel):
+    implementation = "slang_kernel"
+    implementation_version = __version__
+    language_info = LANGUAGE_INFO
+    help_links = List([
+        {"text": "Slang user guide", "url": "https://shader-slang.org/slang/user-guide/"},
+        {"text": "Slang standard library", "url": "https://shader-slang.org/stdlib-reference/"},
+        {"text": "slang-kernel", "url": "https://github.com/shader-slang/slang"},
+        {"text": "Python Reference", "url": "https://docs.python.org/3/"},
+        {"text": "IPython Reference", "url": "https://ipython.org/documentation.html"},
+        {"text": "NumPy Reference", "url": "https://docs.scipy.org/doc/numpy/reference/"},
+    ]).tag(config=True)
+
+    @property
+    def banner(self) -> str:
+        return (f"Slang kernel {__version__}: cells are Slang; start a cell with %%python for Python.\n"
+                "Line magics: %backend cpu|vulkan|cuda, %show TARGET NAME, %run KERNEL threads=... name=expr")
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._cell_names: dict[str, str] = {}      # Jupyter cell id -> session cell name
+        self._kernel_names: set[str] = set()       # session cell names this kernel gave out
+        self._bound: dict[str, set[str]] = {}      # session cell name -> names bound in user_ns
+        self._pending: tuple[str, str, str | None] | None = None  # (raw code, kind, cell name)
+        self.default_backend = os.environ.get("SLANG_KERNEL_BACKEND", "auto")
+        assert self.shell is not None
+        self.shell.input_transformers_cleanup.insert(0, self._transform)
+        self.shell.set_custom_exc((SlangCompileError, SlangKernelError, KernelInterrupted), _compile_error_handler)
+        try:  # start the compiler now, in the background; a failure is reported on the first Slang cell
+            self.slang_session
+        except Exception as exc:
+            self.log.warning("the Slang session could not start: %s", exc)
+
+    # -- the session ------------------------------------------------------------------------------------
+
+    @property
+    def slang_session(self) -> Session:
+        """The notebook's one Session, `slang_session` in the namespace (shared with %%slang)."""
+        ns = self.shell.user_ns
+        s = ns.get("slang_session")
+        if not isinstance(s, Session):
+            s = getattr(self, "_session", None)
+            if s is None:
+                s = Session(backend=self.default_backend)
+            ns["slang_session"] = s
+        self._session = s
+        return s
+
+    # -- execution ---------------------------------------------------------------------------------------
+
+    def _name_for(self, cell_id: str | None) -> str:
+        if cell_id and cell_id in self._cell_names:
+            return self._cell_names[cell_id]
+        n = self.shell.execution_count
+        name = f"cell[{n}]"
+        session = getattr(self, "_session", None)
+        taken = set(session.cells) if session is not None else set()
+        k = 1
+        while name in self._kernel_names or name in taken:
+            k += 1
+            name = f"cell[{n}.{k}]"
+        self._kernel_names.add(name)
+        if cell_id:
+            self._cell_names[cell_id] = name
+        return name
+
+    async def do_execute(self, code: str, silent: bool, store_history: bool = True,
+                         user_expressions: dict | None = None, allow_stdin: bool = False, *,
+                         cell_meta: dict | None = None, cell_id: str | None = None) -> dict[str, Any]:
+        kind = parse_cell(code).kind
+        name = None
+        if kind == "slang":
+            name = self._name_for(cell_id)
+        elif cell_id and cell_id in self._cell_names:
+            self._forget(self._cell_names[cell_id], reason="this notebook cell is not Slang any more")
+        self._pending = (code, kind, name)
+        try:
+            return await super().do_execute(code, silent, store_history, user_expressions, allow_stdin,
+                                            cell_meta=cell_meta, cell_id=cell_id)
+        finally:
+            self._pending = None
+
+    def _transform(self, lines: list[str]) -> list[str]:
+        """IPython input transformer: the pending Slang cell becomes one call; %%python loses its header."""
+        if self._pending is None:
+            return lines
+        code, kind, name = self._pending
+        if "".join(lines).rstrip("\n") != code.rstrip("\n"):
+            return lines
+        if kind == "python":
+            return parse_cell(code).source.splitlines(keepends=True)
+        if kind == "slang":
+            return [f"get_ipython().kernel.run_slang_cell({code!r}, {name!r})\n"]
+        return lines
+
+    def run_slang_cell(self, code: str, name: str | None = None) -> None:
+        """Compile one Slang cell into the session, bind its names, run its line magics."""
+        from IPython.display import display
+
+        parsed = parse_cell(code)
+        try:
+            session = self.slang_session
+        except Exception as exc:
+            raise SlangKernelError(f"the Slang session could not start: {exc}") from None
+        for m in parsed.magics:
+            if m.name == "backend":
+                self._magic_backend(session, m)
+        result = None
+        if parsed.has_slang:
+            try:
+                result = session.run_cell(parsed.source, name=name)
+            except KeyboardInterrupt:
+                raise KernelInterrupted(f"interrupted while compiling {name or 'the cell'}; "
+                                        "the session is unchanged") from None
+            self._bind(session, result.name, (*result.kernels, *result.functions))
+            if result.warnings:
+                print(render_diagnostics(result.warnings, {result.name: parsed.source}), file=sys.stderr)
+            display(summary(session, result))
+        elif name is not None and name in session.cells:
+            self._forget(name, reason="the cell holds no Slang code any more")
+        for m in parsed.magics:
+            if m.name == "show":
+                self._magic_show(session, m, result)
+            elif m.name == "run":
+                self._magic_run(session, m)
+
+    # -- binding names ---------------------------------------------------------------------------------
+
+    def _bind(self, session: Session, cell: str, names: tuple[str, ...]) -> None:
+        ns = self.shell.user_ns
+        old = self._bound.get(cell, set())
+        kernels = set(session.kernels())
+        bound = set()
+        for n in names:
+            try:
+                ns[n] = session.kernel(n) if n in kernels else session.function(n)
+                bound.add(n)
+            except Exception as exc:  # e.g. a function the Python side cannot call: still usable from Slang
+                self.log.info("not binding %s: %s", n, exc)
+        self._bound[cell] = bound
+        self._unbind(session, old - bound)
+
+    def _unbind(self, session: Session, names: set[str]) -> None:
+        """Names a cell no longer defines: rebind to another cell's definition, else remove."""
+        ns = self.shell.user_ns
+        kernels, functions = set(session.kernels()), set(session.functions())
+        for n in names:
+            current = ns.get(n)
+            if getattr(current, "session", None) is not session:
+                continue  # the user rebound it: leave it alone
+            if n in kernels:
+                ns[n] = session.kernel(n)
+            elif n in functions:
+                try:
+                    ns[n] = session.function(n)
+                except Exception:
+                    ns.pop(n, None)
+            else:
+                ns.pop(n, None)
+
+    def _forget(self, name: str, reason: str) -> None:
+        session = getattr(self, "_session", None)
+        if session is None or name not in session.cells:
+            return
+        session.remove_cell(name)
+        self._unbind(session, self._bound.pop(name, set()))
+        print(f"{name} was removed from the Slang session: {reason}.", file=sys.stderr)
+
+    # -- line magics -------------------------------------------------------------------------------------
+
+    def _magic_backend(self, session: Session, m: Magic) -> None:
+        want = m.args.split()[0] if m.args.split() else ""
+        if want:
+            if want not in ("cpu", "vulkan", "cuda", "auto"):
+                raise SlangKernelError(f"%backend: unknown backend {want!r}; choose cpu, vulkan, cuda or auto")
+            try:
+                session.set_backend(want)
+            except Exception as exc:
+                raise SlangKernelError(f"%backend {want}: {exc}") from None
+        print(f"backend: {session.backend.name} ({session.backend.describe()})")
+
+    def _magic_show(self, session: Session, m: Magic, result: Any) -> None:
+        from IPython.display import display
+
+        words = m.args.replace(",", " ").split()
+        if not words:
+            raise SlangKernelError(f"%show TARGET [NAME ...]: TARGET is one of {', '.join(CODE_TARGETS)}")
+        target, names = words[0], words[1:]
+        if target not in CODE_TARGETS and target != "spirv":
+            raise SlangKernelError(f"%show: unknown target {target!r}; choose one of {', '.join(CODE_TARGETS)}")
+        if not names:
+            names = list((result.kernels + result.functions) if result is not None else ())
+            if not names:
+                raise SlangKernelError("%show TARGET NAME: name a kernel or function (this cell defines none)")
+        for n in names:
+            try:
+                text = session.code(n, target)
+            except (KeyError, TypeError) as exc:
+                raise SlangKernelError(f"%show {target} {n}: {exc.args[0] if exc.args else exc}") from None
+            display(code_display(text, target, f"{n} as {target}"))
+
+    def _magic_run(self, session: Session, m: Magic) -> None:
+        words = m.args.split(None, 1)
+        if not words:
+            raise SlangKernelError("%run KERNEL threads=(N, 1, 1) name=expr ...: name a compute kernel; "
+                                   f"defined: {', '.join(session.kernels()) or 'none'}")
+        kname, rest = words[0], (words[1] if len(words) > 1 else "")
+        if kname not in session.kernels():
+            raise SlangKernelError(f"%run: no compute kernel named {kname!r}; defined: "
+                                   f"{', '.join(session.kernels()) or 'none'}")
+        args = {}
+        for pname, expr in parse_run_args(rest):
+            try:
+                args[pname] = eval(expr, self.shell.user_ns)  # noqa: S307 - the user's own notebook
+            except Exception as exc:
+                raise SlangKernelError(f"%run {kname}: evaluating {pname}={expr} failed: "
+                                       f"{type(exc).__name__}: {exc}") from None
+        kernel = session.kernel(kname)
+        t0 = time.perf_counter()
+        try:
+            kernel(**args)
+        except KeyboardInterrupt:
+            raise KernelInterrupted(
+                f"{kname} was interrupted after {time.perf_counter() - t0:.1f} s on {session.backend.name}; "
+                "arrays it writes may be partly updated. The session and its cells are unchanged.") from None
+        except SlangCompileError:
+            raise
+        except Exception as exc:
+            raise SlangKernelError(f"%run {kname}: {exc}") from None
+        print(f"{kname}: ran in {(time.perf_counter() - t0) * 1000:.1f} ms on {session.backend.name}")
+
+    # -- completion, inspection, is_complete ------------------------------------------------------------
+
+    def _names(self) -> tuple[dict, list[str]]:
+        s = getattr(self, "_session", None)
+        if s is None:
+            return {}, []
+        try:
+            return s.names(), s.kernels()
+        except Exception:
+            return {}, []
+
+    def _kernel_params(self, name: str) -> list[str]:
+        try:
+            return [p.name for p in self._session.kernel(name).params]
+        except Exception:
+            return []
+
+    def do_complete(self, code: str, cursor_pos: int | None) -> Any:
+        cursor_pos = len(code) if cursor_pos is None else cursor_pos
+        if parse_cell(code).kind != "slang":
+            return super().do_complete(code, cursor_pos)
+        names, kernels = self._names()
+        return completion.complete(code, cursor_pos, names, kernels, kernel_params=self._kernel_params).reply()
+
+    def _owner(self, name: str) -> str | None:
+        s = getattr(self, "_session", None)
+        if s is None:
+            return None
+        for cell in reversed(s.cells):
+            if any(d.name == name for d in s.cell(cell).decls):
+                return cell
+        return None
+
+    def do_inspect(self, code: str, cursor_pos: int, detail_level: int = 0, omit_sections: Any = ()) -> Any:
+        if parse_cell(code).kind != "slang":
+            return super().do_inspect(code, cursor_pos, detail_level, omit_sections)
+        names, kernels = self._names()
+        text = completion.inspect(code, cursor_pos, names, kernels, owner=self._owner)
+        if text is None:
+            return {"status": "ok", "found": False, "data": {}, "metadata": {}}
+        return {"status": "ok", "found": True, "metadata": {},
+                "data": {"text/plain": text, "text/markdown": f"```slang\n{text}\n```"}}
+
+    def do_is_complete(self, code: str) -> Any:
+        if parse_cell(code).kind != "slang":
+            return super().do_is_complete(code)
+        return completion.is_complete(code)
+
+    def do_shutdown(self, restart: bool) -> Any:
+        s = getattr(self, "_session", None)
+        if s is not None:
+            try:
+                s.close()
+            except Exception:
+                pass
+        return super().do_shutdown(restart)

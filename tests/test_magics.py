@@ -1,0 +1,80 @@
+"""The %%slang magic driven through a real IPython InteractiveShell."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+
+
+@pytest.fixture()
+def shell(cache_dir: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
+    monkeypatch.setenv("SLANG_KERNEL_CACHE_DIR", cache_dir)
+    sh = InteractiveShell()
+    sh.run_line_magic("load_ext", "slang_kernel")
+    sh.run_line_magic("slang_backend", "cpu")
+    yield sh
+    sh.user_ns["slang_session"].close()
+    InteractiveShell.clear_instance()
+
+
+def test_cell_binds_kernels_and_functions(shell: InteractiveShell) -> None:
+    r = shell.run_cell("%%slang\n[Differentiable] float sq(float x) { return x * x; }\n")
+    assert r.success
+    r = shell.run_cell("""%%slang
+[shader("compute")][numthreads(32, 1, 1)]
+void grad_sq(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> g, uniform StructuredBuffer<float> x)
+{
+    var p = diffPair(x[t.x]);
+    bwd_diff(sq)(p, 1.0);
+    g[t.x] = p.d;
+}
+""")
+    assert r.success
+    shell.run_cell("import numpy as np\nx = np.arange(32, dtype=np.float32)\ng = np.zeros(32, np.float32)\n"
+                   "grad_sq(threads=32, g=g, x=x)\ny = sq(x)")
+    np.testing.assert_allclose(shell.user_ns["g"], 2 * np.arange(32))
+    np.testing.assert_allclose(shell.user_ns["y"], np.arange(32) ** 2)
+
+
+def test_compile_error_shows_caret_without_traceback(shell: InteractiveShell,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    r = shell.run_cell("%%slang bad\nfloat f(float x)\n{\n    return x + undefinedThing;\n}\n")
+    assert not r.success
+    err = capsys.readouterr().err
+    assert "bad:3:16: error E30015" in err
+    assert "    return x + undefinedThing;" in err and "^^^^^^^^^^^^^^" in err
+    assert "Traceback" not in err and "session.py" not in err
+
+
+def test_show_targets(shell: InteractiveShell, capsys: pytest.CaptureFixture[str]) -> None:
+    r = shell.run_cell("""%%slang --show hlsl,cuda
+[shader("compute")][numthreads(4, 1, 1)]
+void shown(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o) { o[t.x] = 1; }
+""")
+    assert r.success
+    out = capsys.readouterr().out
+    assert "numthreads" in out and "__global__" in out
+
+
+def test_rerun_same_name_replaces(shell: InteractiveShell) -> None:
+    shell.run_cell("%%slang lib\nfloat k(float x) { return x + 1; }\n")
+    shell.run_cell("%%slang user\nfloat use_k(float x) { return k(x) * 10; }\n")
+    assert shell.run_cell("import numpy as np; r1 = use_k(np.float32(1))").success
+    shell.run_cell("%%slang lib\nfloat k(float x) { return x + 2; }\n")
+    shell.run_cell("r2 = use_k(np.float32(1))")
+    assert (shell.user_ns["r1"], shell.user_ns["r2"]) == (20.0, 30.0)
+
+
+def test_compiler_crash_is_a_cell_error(shell: InteractiveShell, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.test_session import SEED_CRASH
+
+    shell.run_cell("%%slang\nfloat ok_fn(float x) { return x * 4; }\n")
+    r = shell.run_cell("%%slang\n" + SEED_CRASH)
+    assert not r.success
+    assert "the Slang compiler crashed while compiling" in capsys.readouterr().err
+    assert shell.run_cell("%%slang\nfloat next_fn(float x) { return ok_fn(x) + 1; }\n").success
+    shell.run_cell("import numpy as np; v = next_fn(np.float32(1))")
+    assert shell.user_ns["v"] == 5.0

@@ -1,0 +1,36 @@
+"""Every notebook in notebooks/ executes top to bottom (nbclient), on each backend that works here."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["cpu", pytest.param("vulkan", marks=pytest.mark.vulkan)])
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_runs(path: Path, backend: str, cache_dir: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    if backend == "vulkan":
+        import slang_kernel as sk
+
+        try:
+            sk.Session(backend="vulkan", cache_dir=cache_dir).close()
+        except sk.BackendUnavailable as exc:
+            if os.environ.get("SLANG_KERNEL_REQUIRE_VULKAN") == "1":
+                pytest.fail(str(exc))
+            pytest.skip(f"vulkan unavailable: {exc}")
+    monkeypatch.setenv("SLANG_KERNEL_BACKEND", backend)
+    monkeypatch.setenv("SLANG_KERNEL_CACHE_DIR", cache_dir)
+    nb = nbformat.read(path, as_version=4)
+    kernel = nb.metadata.get("kernelspec", {}).get("name", "python3")
+    NotebookClient(nb, timeout=300, kernel_name=kernel,
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+              if o.output_type == "error"]
+    assert not errors
