@@ -48,6 +48,9 @@ class CompiledKernel:
     reflection: ProgramReflection
     cell: str
     diagnostics: tuple[Diagnostic, ...] = ()
+    module: str = ""               # the Slang module compiled (for backends that compile from source: vulkan)
+    source: str = ""               # its full source, import prefix included
+    deps: tuple[str, ...] = ()     # names of the cells it loads, in load order
 
     @property
     def entry_point(self) -> EntryPointInfo:
@@ -82,6 +85,9 @@ class Session:
         self._cells: dict[str, Cell] = {}
         self._counter = 0
         self._compiled: dict[str, CompiledKernel] = {}
+        self._entry_cache: dict[tuple[Any, ...], CompiledKernel] = {}
+        self.revision = 0  # bumped whenever cells or the backend change
+        self._entry_rev = 0
         self.threads = threads
         self.backend: Backend = create_backend(backend, self)
 
@@ -113,6 +119,7 @@ class Session:
             )
         # Commit, then bring later cells up to date (in order): they may use this one.
         self._cells[name] = cell
+        self.revision += 1
         recompiled, broken = self._refresh_after(name)
         kernels = tuple(cell.entry_points)
         functions = tuple(d.name for d in cell.decls if d.kind == "function" and d.name not in kernels)
@@ -126,6 +133,7 @@ class Session:
             raise KeyError(f"no cell named {name!r}; cells: {', '.join(self._cells) or 'none'}")
         order = list(self._cells)
         del self._cells[name]
+        self.revision += 1
         if order.index(name) < len(order) - 1:
             self._refresh_after(order[order.index(name) - 1] if order.index(name) else None)
 
@@ -281,11 +289,20 @@ class Session:
 
     def compile_entry(self, name: str, target: str | None = None) -> CompiledKernel:
         """Target code and reflection for a compute kernel of the current cells (cached)."""
+        target = target or self.backend.target
+        fast = (name, target, self.options, tuple(sorted(self.defines.items())))
+        if self._entry_rev != self.revision:  # entries of older revisions can never be hit again
+            self._entry_cache.clear()
+            self._entry_rev = self.revision
+        hit = self._entry_cache.get(fast)
+        if hit is not None:
+            return hit
         cell = self._owner(name, kernel=True)
         imports = [self._cells[n] for n in cell.imports]
         full = import_prefix([c.module for c in imports]) + cell.source
-        return self.compile_source(cell.name, cell.module, full, [name], target or self.backend.target,
-                                   self._closure(imports))[name]
+        ck = self.compile_source(cell.name, cell.module, full, [name], target, self._closure(imports))[name]
+        self._entry_cache[fast] = ck
+        return ck
 
     def compile_source(
         self, what: str, module: str, source: str, entries: Sequence[str], target: str,
@@ -322,7 +339,8 @@ class Session:
                                     diags, sources)
         out = {}
         for e in entries:
-            ck = CompiledKernel(f"{key}/{e}", e, target, reply["code"][e], reply["reflection"], what, tuple(diags))
+            ck = CompiledKernel(f"{key}/{e}", e, target, reply["code"][e], reply["reflection"], what, tuple(diags),
+                                module, source, tuple(d.name for d in deps))
             self._compiled[ck.key] = ck
             out[e] = ck
         return out
@@ -365,6 +383,7 @@ class Session:
         """Switch backend; cells stay compiled (kernels are rebuilt for the new target on first use)."""
         new = create_backend(name, self)
         old, self.backend = self.backend, new
+        self.revision += 1
         old.close()
 
     # -- lifecycle ----------------------------------------------------------------------------------

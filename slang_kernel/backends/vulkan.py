@@ -329,18 +329,46 @@ class VulkanBackend:
             if hit is not None:
                 return hit
             session = self.session
-            try:
-                cell = session.cell(kernel.cell)
-            except KeyError:
-                raise VulkanCompileError(
-                    f"{kernel.entry}: the Vulkan backend dispatches kernels defined in cells; "
-                    f"{kernel.cell!r} is not a cell of this session") from None
-            chain = self._chain(cell)
             modules, printf = [], False
-            for c in chain:
-                mod, uses = self._module(c)
+            cell = session._cells.get(kernel.cell)
+            if cell is not None and kernel.entry in cell.entry_points and (
+                    not getattr(kernel, "source", "") or kernel.source.endswith(cell.source)):
+                for c in self._chain(cell):
+                    mod, uses = self._module(c)
+                    modules.append(mod)
+                    printf = printf or uses
+            elif getattr(kernel, "source", ""):
+                # generated source (e.g. a SlangFunction's call wrapper): its cells, then the source
+                # with `import <cell module>;` rewritten to the hashed names
+                renames = {}
+                for n in kernel.deps:
+                    c = session.cell(n)
+                    mod, uses = self._module(c)
+                    modules.append(mod)
+                    printf = printf or uses
+                    renames[c.module] = self._hashed(c)
+                head, sep, body = kernel.source.partition("\n")
+                head = re.sub(r"\bimport\s+(\w+)\s*;", lambda m: f"import {renames.get(m.group(1), m.group(1))};", head)
+                uses = _uses_printf(body)
+                if uses:
+                    head += " import sgl.device.print;"
+                    body = _rewrite_printf(body)
+                from ..cache import digest
+
+                name = f"{kernel.module or 'sk_gen'}_{digest(head, body)[:16]}"
+                mod = self._modules.get(name)
+                if mod is None:
+                    try:
+                        mod = self.device.slang_session.load_module_from_source(name, head + sep + body,
+                                                                                path=f"{kernel.cell}@{name[-8:]}")
+                    except Exception as exc:
+                        raise VulkanCompileError(f"slangpy could not load {kernel.cell} for Vulkan:\n{exc}") from None
+                    self._modules[name] = mod
                 modules.append(mod)
                 printf = printf or uses
+            else:
+                raise VulkanCompileError(f"{kernel.entry}: {kernel.cell!r} is not a cell of this session and "
+                                         "the compiled kernel carries no source")
             spy_session = self.device.slang_session
             try:
                 program = spy_session.link_program(modules, [modules[-1].entry_point(kernel.entry)])
@@ -530,13 +558,10 @@ class _Binder:
             return {f.name: self.value(f.type, m[f.name], f"{name}.{f.name}") for f in t.fields}
         if k == "array" and t.element is not None:
             el = t.element
-            if el.kind in ("scalar", "vector", "matrix") and isinstance(v, np.ndarray) and not el.kind == "resource":
+            try:
                 seq = list(v)
-            else:
-                try:
-                    seq = list(v)
-                except TypeError:
-                    raise _mismatch(t, v, name) from None
+            except TypeError:
+                raise _mismatch(t, v, name) from None
             if t.count and len(seq) != t.count:
                 raise ParameterError(f"parameter `{name}` ({t.name}) needs {t.count} elements; got {len(seq)}")
             return [self.value(el, x, f"{name}[{i}]") for i, x in enumerate(seq)]

@@ -350,7 +350,15 @@ class SlangKernel(IPythonKernel):
     def do_complete(self, code: str, cursor_pos: int | None) -> Any:
         cursor_pos = len(code) if cursor_pos is None else cursor_pos
         if parse_cell(code).kind != "slang":
-            return super().do_complete(code, cursor_pos)
+            reply = super().do_complete(code, cursor_pos)
+            head = code[:cursor_pos]
+            if re.fullmatch(r"\s*%\w*", head):  # a line magic being typed: ours or IPython's
+                ours = completion.complete(head, cursor_pos, {}, ()).reply()
+                if ours["matches"] and not reply.get("matches"):
+                    reply = ours
+                elif ours["matches"] and ours["cursor_start"] == reply.get("cursor_start"):
+                    reply["matches"] = ours["matches"] + [m for m in reply["matches"] if m not in ours["matches"]]
+            return reply
         names, kernels = self._names()
         return completion.complete(code, cursor_pos, names, kernels, kernel_params=self._kernel_params).reply()
 
@@ -374,8 +382,17 @@ class SlangKernel(IPythonKernel):
                 "data": {"text/plain": text, "text/markdown": f"```slang\n{text}\n```"}}
 
     def do_is_complete(self, code: str) -> Any:
-        if parse_cell(code).kind != "slang":
+        parsed = parse_cell(code)
+        if parsed.kind == "ipython":
             return super().do_is_complete(code)
+        if parsed.kind == "python":
+            # like an IPython cell magic: the body must parse, and a blank line ends the cell
+            if len(code.strip().splitlines()) < 2:
+                return {"status": "incomplete", "indent": ""}
+            reply = super().do_is_complete(parsed.source)
+            if reply["status"] in ("invalid", "incomplete") or code.endswith("\n\n"):
+                return reply
+            return {"status": "incomplete", "indent": ""}
         return completion.is_complete(code)
 
     def do_shutdown(self, restart: bool) -> Any:
