@@ -219,7 +219,8 @@ class VulkanTexture:
             arr = pad
         if self._stored == 1:
             arr = arr[..., 0]
-        self.sgl.copy_from_numpy(np.ascontiguousarray(arr))
+        arr = np.ascontiguousarray(arr)
+        self.sgl.copy_from_numpy(arr if arr.flags.writeable else arr.copy())
 
     def numpy(self) -> np.ndarray:
         raw = np.asarray(self.sgl.to_numpy())
@@ -465,7 +466,7 @@ class VulkanBackend:
     def _new_buffer(self, nbytes: int, data: np.ndarray | None, clear: bool = True) -> Any:
         size = max(4, (int(nbytes) + 3) // 4 * 4)
         if data is not None and data.nbytes:
-            raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+            raw = _writable_bytes(data)
             if raw.nbytes != size:
                 raw = np.concatenate([raw, np.zeros(size - raw.nbytes, np.uint8)])
             return self.device.create_buffer(size=size, usage=self._usage(), data=raw)
@@ -601,7 +602,7 @@ class _Binder:
         if t.writable and arr.nbytes >= _ZERO_CHECK_BYTES and not arr.reshape(-1).view(np.uint8).any():
             self.clears.append(("buf", buf))
         elif arr.nbytes:
-            self.uploads.append((buf, arr.reshape(-1).view(np.uint8)))
+            self.uploads.append((buf, _writable_bytes(arr)))
         self.by_id[key] = buf
         if t.writable and isinstance(v, np.ndarray):
             target, nbytes = v, arr.nbytes
@@ -705,6 +706,14 @@ class _Binder:
 
             self.writeback.append(back)
         return tex.sgl
+
+
+def _writable_bytes(arr: np.ndarray) -> np.ndarray:
+    """A C-contiguous, writable uint8 view (sgl's numpy arguments refuse read-only arrays)."""
+    arr = np.ascontiguousarray(arr)
+    if not arr.flags.writeable:
+        arr = arr.copy()
+    return arr.reshape(-1).view(np.uint8)
 
 
 def _scalar(t: TypeInfo, v: Any, name: str) -> Any:
