@@ -31,7 +31,9 @@ if TYPE_CHECKING:
 __all__ = ["CpuBackend", "CpuBuildError", "UnsupportedOnCpu"]
 
 PRELUDE = Path(__file__).with_name("cpu_prelude.h")
-CXXFLAGS = ("-std=c++17", "-O2", "-fPIC", "-shared", "-w", "-fno-strict-aliasing")
+# -march=native: the build cache key includes this CPU's identity (see _cpu_identity).
+CXXFLAGS = ("-std=c++17", "-O3", "-march=native", "-fno-math-errno", "-fno-trapping-math",
+            "-fPIC", "-shared", "-w", "-fno-strict-aliasing")
 _UNSUPPORTED = [
     (re.compile(r"\bGroupMemoryBarrier\w*|\bAllMemoryBarrier\w*|\bDeviceMemoryBarrier\w*|_barrier\w*\("),
      "group barriers (GroupMemoryBarrierWithGroupSync and friends)"),
@@ -68,6 +70,7 @@ class CpuBackend:
         self._libs: dict[str, tuple[ctypes.CDLL, Any]] = {}
         self._lock = threading.Lock()
         self._version = subprocess.run([self.cxx, "-dumpfullversion"], capture_output=True, text=True).stdout.strip()
+        self._prelude = PRELUDE.read_text()
 
     def describe(self) -> str:
         return f"g++ {self._version}, {self.workers} threads"
@@ -87,7 +90,7 @@ class CpuBackend:
                 raise UnsupportedOnCpu(
                     f"{kernel.entry} uses {what} (`{m.group(0).rstrip('(')}`), which Slang's CPU target cannot run. "
                     "Run it on a GPU backend (Session(backend='vulkan') or 'cuda'), or restructure the kernel.")
-        key = digest("cpu-so", self._version, kernel.code, *self._flags(), PRELUDE.read_text())
+        key = digest("cpu-so", self._version, _cpu_identity(), kernel.code, *self._flags(), self._prelude)
         with self._lock:
             hit = self._libs.get(key)
             if hit is None:
@@ -193,6 +196,18 @@ class CpuBackend:
 
 class _BoundsReport(ctypes.Structure):
     _fields_ = [("count", ctypes.c_uint64), ("index", ctypes.c_uint64), ("size", ctypes.c_uint64)]
+
+
+def _cpu_identity() -> str:
+    """Model and feature flags of this CPU: builds with -march=native must not travel to another."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            lines = [ln for ln in f if ln.startswith(("model name", "flags"))][:2]
+        return "".join(lines)
+    except OSError:
+        import platform
+
+        return platform.processor() or platform.machine()
 
 
 def _run(fn: Any, s: tuple[tuple[int, int, int], tuple[int, int, int]], e_buf: Any, g_buf: Any) -> None:

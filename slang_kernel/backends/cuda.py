@@ -71,6 +71,7 @@ class CudaBackend:
         props = cupy.cuda.runtime.getDeviceProperties(self.device.id)
         self._name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
         self._modules: dict[str, Any] = {}
+        self._plans: dict[str, _Plan] = {}
         self._lock = threading.Lock()
 
     def describe(self) -> str:
@@ -133,13 +134,21 @@ class CudaBackend:
             raise ParameterError(f"parameter `{name}` ({t.name}): trailing shape must be {shape}; got {dev.shape}")
         return int(dev.size // max(1, int(np.prod(shape))))
 
+    def _plan(self, kernel: "CompiledKernel") -> "_Plan":
+        plan = self._plans.get(kernel.key)
+        if plan is None:
+            plan = self._plans[kernel.key] = _Plan(kernel, self.cupy)
+        return plan
+
     def dispatch(self, kernel: "CompiledKernel", groups: tuple[int, int, int], values: Mapping[str, Any]) -> None:
         cupy = self.cupy
         mod, fn = self.load(kernel)
+        plan = self._plan(kernel)
         writebacks: list[tuple[np.ndarray, Any]] = []
         packer = Packer(self._bind(writebacks))
-        ep = kernel.entry_point
-        args = [packer.encode(p.type, values[p.name], p.name) for p in ep.uniforms]
+        ep = plan.entry
+        args = [fast(values[p.name]) if fast is not None and (b := fast(values[p.name])) is not None
+                else packer.encode(p.type, values[p.name], p.name) for p, fast in plan.params]
         refl = kernel.reflection
         if refl.globals:
             glob = packer.pack_struct(refl.globals, refl.globals_size, values, "")
@@ -159,3 +168,45 @@ class CudaBackend:
 
     def close(self) -> None:
         self._modules.clear()
+        self._plans.clear()
+
+
+_FORMATS = {"float32": "<f", "float64": "<d", "int32": "<i", "uint32": "<I", "int64": "<q", "uint64": "<Q",
+            "int16": "<h", "uint16": "<H", "int8": "<b", "uint8": "<B"}
+
+
+class _Plan:
+    """Per-kernel fast encoders for the common argument kinds (scalars, CuPy arrays as buffers), so
+    a launch costs little more than CuPy's own; anything else takes the general packer."""
+
+    def __init__(self, kernel: "CompiledKernel", cupy: Any) -> None:
+        self.entry = kernel.entry_point
+        self.params = [(p, self._fast(p.type, cupy)) for p in self.entry.uniforms]
+
+    @staticmethod
+    def _fast(t: TypeInfo, cupy: Any) -> Any:
+        if t.kind == "scalar" and t.scalar in _FORMATS:
+            packer = struct.Struct(_FORMATS[t.scalar]).pack
+            caster = float if t.scalar.startswith("float") else int
+
+            def scalar(v: Any) -> bytes | None:
+                try:
+                    return packer(caster(v))
+                except (TypeError, ValueError, struct.error):
+                    return None
+            return scalar
+        if t.is_buffer and t.shape == "structured_buffer" and t.element is not None:
+            try:
+                base, shape = element_dtype(t.element)
+            except ParameterError:
+                return None
+            per = int(np.prod(shape)) if shape else 1
+            ndarray, pack = cupy.ndarray, struct.Struct("<QQ").pack
+
+            def buffer(v: Any) -> bytes | None:
+                if type(v) is ndarray and v.dtype == base and v.flags.c_contiguous and (
+                        not shape or v.shape[-len(shape):] == shape):
+                    return pack(v.data.ptr, v.size // per)
+                return None
+            return buffer
+        return None
