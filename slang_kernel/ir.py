@@ -345,8 +345,9 @@ class _Builder:
             labels = {b["label"] for b in f["blocks"]}
             decos = tuple(f["decos"])
             name = next((a.strip('"') for n, a in decos if n == "nameHint"), None) or decode_name(f["id"])
-            mangled, imported, p = None, False, f
-            while p is not None and mangled is None:
+            mangled, imported, p, seen = None, False, f, set()
+            while p is not None and mangled is None and p["id"] not in seen:  # ids may repeat in bad input
+                seen.add(p["id"])
                 hit = next(((n, a.strip('"')) for n, a in p["decos"] if n in ("export", "import")), None)
                 if hit:
                     imported, mangled = hit[0] == "import", hit[1]
@@ -423,22 +424,24 @@ def _function_graph(mod: IRModule) -> tuple[dict[str, Any], list[dict[str, Any]]
                        "imported": f.imported, "entry_point": f.decoration("entryPoint") is not None,
                        "generic": f.parent, "blocks": len(f.blocks), "role": role, "primal_name": primal,
                        "decorations": [n for n, _ in f.decorations]}
-    elist = list(edges.values())
+    elist, adj = list(edges.values()), {}  # type: ignore[var-annotated]
+    for e in elist:
+        adj.setdefault(e["source"], []).append(e)
     for d in derivs.values():
-        p = _primal(d.id, elist, funcs)
+        p = _primal(d.id, adj, funcs)
         nodes[d.id] = {"id": d.id, "label": f"{d.name or d.opcode}({funcs[p].name if p else '?'})",
                        "kind": "derivative", "opcode": d.opcode, "role": AUTODIFF_OPS.get(d.opcode, "user"),
                        "primal": p, "text": d.text}
     return nodes, elist
 
 
-def _primal(node: str, edges: list[dict[str, Any]], funcs: dict[str, IRFunction]) -> str | None:
+def _primal(node: str, adj: dict[str, list[dict[str, Any]]], funcs: dict[str, IRFunction]) -> str | None:
     """The function a derivative node differentiates, following derivative and copy edges."""
     seen, todo = {node}, [node]
     while todo:
         cur = todo.pop(0)
-        for e in edges:
-            if e["source"] == cur and e["kind"] != "call" and e["target"] not in seen:
+        for e in adj.get(cur, ()):
+            if e["kind"] != "call" and e["target"] not in seen:
                 if e["target"] in funcs and e["kind"] == "derivative":
                     return e["target"]
                 seen.add(e["target"])

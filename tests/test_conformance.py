@@ -26,7 +26,7 @@ void saxpy(uint3 tid: SV_DispatchThreadID, uniform RWStructuredBuffer<float> y,
     x, y = f32(n), f32(n)
     expect = 2.5 * x + y
     session.kernel("saxpy")(threads=n, y=y, x=x, a=2.5, n=n)
-    np.testing.assert_allclose(y, expect, rtol=1e-6)
+    np.testing.assert_allclose(y, expect, rtol=1e-5, atol=1e-6)  # GPUs may fuse a*x+y (FMA)
 
 
 def test_vectors(session: sk.Session) -> None:
@@ -251,7 +251,7 @@ def test_function_call_broadcast(session: sk.Session) -> None:
     session.run_cell("float3 lerp3(float3 a, float3 b, float t) { return a + (b - a) * t; }", name="t_fn")
     a, b = f32(5, 3), f32(5, 3)
     t = np.linspace(0, 1, 5, dtype=np.float32)
-    out = session.function("lerp3")(a, b, t[:, None, None][:, :, 0] if False else t)
+    out = session.function("lerp3")(a, b, t)
     np.testing.assert_allclose(out, a + (b - a) * t[:, None], rtol=1e-5, atol=1e-6)
     out2 = session.function("lerp3")(a[0], b[0], t)  # one (a, b) pair broadcast over five t
     np.testing.assert_allclose(out2, a[0] + (b[0] - a[0]) * t[:, None], rtol=1e-5, atol=1e-6)

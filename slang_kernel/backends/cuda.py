@@ -87,6 +87,7 @@ class CudaBackend:
                 try:
                     mod = self.cupy.RawModule(code=kernel.code, options=NVRTC_OPTIONS)
                     fn = mod.get_function(kernel.entry)
+                    fn = getattr(fn, "kernel", fn)  # CuPy 13+: RawKernel wraps the driver Function
                 except self.cupy.cuda.compiler.CompileException as exc:
                     raise RuntimeError(
                         f"NVRTC could not compile the CUDA Slang generated for {kernel.entry} ({kernel.cell}):\n"

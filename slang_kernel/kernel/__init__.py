@@ -10,7 +10,9 @@ from typing import Any
 from .install import DISPLAY_NAME, KERNEL_NAME, install, kernel_json, uninstall
 from .language import LANGUAGE_INFO
 
-__all__ = ["DISPLAY_NAME", "KERNEL_NAME", "LANGUAGE_INFO", "SlangKernel", "install", "kernel_json", "uninstall"]
+__all__ = [
+    "DISPLAY_NAME", "KERNEL_NAME", "LANGUAGE_INFO", "SlangKernel", "install", "kernel_json", "uninstall",
+]
 
 
 def __getattr__(name: str) -> Any:

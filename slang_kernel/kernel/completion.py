@@ -77,7 +77,8 @@ def is_complete(code: str) -> dict[str, str]:
     if open_comment:
         return {"status": "incomplete", "indent": ""}
     if stack or text.rstrip("\n").endswith("\\"):
-        return {"status": "incomplete", "indent": "    " * max(1, stack.count("{") + (1 if stack and stack[-1] != "{" else 0))}
+        depth = stack.count("{") + (1 if stack and stack[-1] != "{" else 0)
+        return {"status": "incomplete", "indent": "    " * max(1, depth)}
     return {"status": "complete"}
 
 
@@ -96,6 +97,10 @@ def word_at(code: str, pos: int) -> tuple[str, int, int]:
 
 _TYPE = r"([A-Za-z_][\w:]*(?:\s*<[^<>;(){}]*(?:<[^<>;(){}]*>[^<>;(){}]*)*>)?)"
 _STRUCT = re.compile(r"\bstruct\s+([A-Za-z_]\w*)[^{;]*\{")
+_FIELD = re.compile(r"^(?:(?:static|const|no_diff|uniform|public|private|internal)\s+)*" + _TYPE
+                    + r"\s+([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*(?:\[[^\]]*\])?\s*(?:=.*)?$", re.S)
+# the expression before a ".": a, a.b, buf[i].c
+_CHAIN = re.compile(r"([A-Za-z_]\w*(?:\s*\[[^\]]*\])*(?:\s*\.\s*[A-Za-z_]\w*(?:\s*\[[^\]]*\])*)*)\s*$")
 
 
 def _decl_re(name: str) -> re.Pattern[str]:
@@ -144,11 +149,12 @@ def structs_in_text(code: str) -> dict[str, tuple[tuple[str, str], ...]]:
                 flat.append(ch)
         fields = []
         for stmt in "".join(flat).split(";"):
-            stmt = re.sub(r"\[[^\]]*\]\s*", "", stmt.strip()) if stmt.strip().startswith("[") else stmt.strip()
+            stmt = stmt.strip()
+            if stmt.startswith("["):
+                stmt = re.sub(r"\[[^\]]*\]\s*", "", stmt)
             if not stmt or "(" in stmt:
                 continue
-            dm = re.match(r"^(?:(?:static|const|no_diff|uniform|public|private|internal)\s+)*" + _TYPE
-                          + r"\s+([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*(?:\[[^\]]*\])?\s*(?:=.*)?$", stmt, re.S)
+            dm = _FIELD.match(stmt)
             if dm:
                 for fname in dm.group(2).split(","):
                     fields.append((fname.strip(), dm.group(1).strip()))
@@ -156,7 +162,8 @@ def structs_in_text(code: str) -> dict[str, tuple[tuple[str, str], ...]]:
     return out
 
 
-def _fields_of(type_name: str, names: Mapping[str, DeclInfo], text_structs: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+def _fields_of(type_name: str, names: Mapping[str, DeclInfo],
+               text_structs: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     """(name, type, kind) members of a type: struct fields, vector swizzles, buffer methods."""
     t = re.sub(r"\s+", "", type_name)
     base = t.split("<")[0].split("::")[-1]
@@ -267,7 +274,8 @@ def complete(code: str, cursor_pos: int, names: Mapping[str, DeclInfo], kernels:
         elif magic == "show" and arg_no == 1:
             cands = [(t, "keyword", "") for t in TARGETS]
         elif magic == "show":
-            cands = [(n, _kind_of(d, kernels), _signature(d)) for n, d in names.items() if d.kind == "function"]
+            cands = [(n, _kind_of(d, kernels), _signature(d)) for n, d in names.items()
+                     if d.kind == "function"]
         elif magic == "run" and arg_no == 1:
             cands = [(k, "kernel", _signature(names[k]) if k in names else k) for k in sorted(kernels)]
         elif magic == "run":
@@ -285,7 +293,7 @@ def complete(code: str, cursor_pos: int, names: Mapping[str, DeclInfo], kernels:
     while j >= 0 and code[j] in " \t":
         j -= 1
     if j >= 0 and code[j] == ".":
-        m = re.search(r"([A-Za-z_]\w*(?:\s*\[[^\]]*\])*(?:\s*\.\s*[A-Za-z_]\w*(?:\s*\[[^\]]*\])*)*)\s*$", code[:j])
+        m = _CHAIN.search(code[:j])
         if m is None:
             return Completion([], start, end, [])
         t = type_of(m.group(1), code, j, names)
@@ -317,7 +325,8 @@ def _finish(cands: list[tuple[str, str, str]], word: str, start: int, end: int) 
         if text.startswith(word) and text not in seen:
             seen[text] = (typ, sig)
     matches = sorted(seen, key=lambda s: (s.lower() != word.lower(), s.lower()))
-    types = [{"start": start, "end": end, "text": m, "type": seen[m][0], "signature": seen[m][1]} for m in matches]
+    types = [{"start": start, "end": end, "text": m, "type": seen[m][0], "signature": seen[m][1]}
+             for m in matches]
     return Completion(matches, start, end, types)
 
 
@@ -363,7 +372,7 @@ def inspect(code: str, cursor_pos: int, names: Mapping[str, DeclInfo], kernels: 
         j -= 1
     text_structs = structs_in_text(code)
     if j >= 0 and code[j] == ".":
-        m = re.search(r"([A-Za-z_]\w*(?:\s*\[[^\]]*\])*(?:\s*\.\s*[A-Za-z_]\w*(?:\s*\[[^\]]*\])*)*)\s*$", code[:j])
+        m = _CHAIN.search(code[:j])
         if m:
             t = type_of(m.group(1) + "." + word, code, j, names, text_structs)
             if t:

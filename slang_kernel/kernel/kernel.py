@@ -92,7 +92,8 @@ def parse_run_args(text: str) -> list[tuple[str, str]]:
     return out
 
 
-def _compile_error_handler(shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: Any = None) -> list[str]:
+def _compile_error_handler(shell: Any, etype: type, value: BaseException, tb: Any,
+                           tb_offset: Any = None) -> list[str]:
     """Compile errors and kernel usage errors: the diagnostics only, no Python traceback."""
     lines = error_lines(value)
     shell._showtraceback(etype, value, lines)   # sends the `error` message and sets the reply's traceback
@@ -126,7 +127,8 @@ class SlangKernel(IPythonKernel):
         self.default_backend = os.environ.get("SLANG_KERNEL_BACKEND", "auto")
         assert self.shell is not None
         self.shell.input_transformers_cleanup.insert(0, self._transform)
-        self.shell.set_custom_exc((SlangCompileError, SlangKernelError, KernelInterrupted), _compile_error_handler)
+        self.shell.set_custom_exc((SlangCompileError, SlangKernelError, KernelInterrupted),
+                                  _compile_error_handler)
         try:  # start the compiler now, in the background; a failure is reported on the first Slang cell
             self.slang_session
         except Exception as exc:
@@ -273,7 +275,8 @@ class SlangKernel(IPythonKernel):
         want = m.args.split()[0] if m.args.split() else ""
         if want:
             if want not in ("cpu", "vulkan", "cuda", "auto"):
-                raise SlangKernelError(f"%backend: unknown backend {want!r}; choose cpu, vulkan, cuda or auto")
+                raise SlangKernelError(f"%backend: unknown backend {want!r}; "
+                                       "choose cpu, vulkan, cuda or auto")
             try:
                 session.set_backend(want)
             except Exception as exc:
@@ -288,11 +291,13 @@ class SlangKernel(IPythonKernel):
             raise SlangKernelError(f"%show TARGET [NAME ...]: TARGET is one of {', '.join(CODE_TARGETS)}")
         target, names = words[0], words[1:]
         if target not in CODE_TARGETS and target != "spirv":
-            raise SlangKernelError(f"%show: unknown target {target!r}; choose one of {', '.join(CODE_TARGETS)}")
+            raise SlangKernelError(f"%show: unknown target {target!r}; "
+                                   f"choose one of {', '.join(CODE_TARGETS)}")
         if not names:
             names = list((result.kernels + result.functions) if result is not None else ())
             if not names:
-                raise SlangKernelError("%show TARGET NAME: name a kernel or function (this cell defines none)")
+                raise SlangKernelError("%show TARGET NAME: name a kernel or function "
+                                       "(this cell defines none)")
         for n in names:
             try:
                 text = session.code(n, target)
@@ -357,10 +362,12 @@ class SlangKernel(IPythonKernel):
                 if ours["matches"] and not reply.get("matches"):
                     reply = ours
                 elif ours["matches"] and ours["cursor_start"] == reply.get("cursor_start"):
-                    reply["matches"] = ours["matches"] + [m for m in reply["matches"] if m not in ours["matches"]]
+                    theirs = [m for m in reply["matches"] if m not in ours["matches"]]
+                    reply["matches"] = ours["matches"] + theirs
             return reply
         names, kernels = self._names()
-        return completion.complete(code, cursor_pos, names, kernels, kernel_params=self._kernel_params).reply()
+        found = completion.complete(code, cursor_pos, names, kernels, kernel_params=self._kernel_params)
+        return found.reply()
 
     def _owner(self, name: str) -> str | None:
         s = getattr(self, "_session", None)
@@ -389,7 +396,7 @@ class SlangKernel(IPythonKernel):
             # like an IPython cell magic: the body must parse, and a blank line ends the cell
             if len(code.strip().splitlines()) < 2:
                 return {"status": "incomplete", "indent": ""}
-            reply = super().do_is_complete(parsed.source)
+            reply = super().do_is_complete(code.lstrip().split("\n", 1)[1])
             if reply["status"] in ("invalid", "incomplete") or code.endswith("\n\n"):
                 return reply
             return {"status": "incomplete", "indent": ""}

@@ -50,7 +50,8 @@ BUILTIN_TYPES = tuple(
      "RWTexture1D", "RWTexture2D", "RWTexture3D", "RWTexture2DArray", "Sampler2D", "SamplerState",
      "SamplerComparisonState", "TensorView", "DiffTensorView"]
     + [f"{b}{n}" for b in _VEC_BASES for n in (2, 3, 4)]
-    + [f"{b}{r}x{c}" for b in ("float", "half", "double", "int", "uint") for r in (2, 3, 4) for c in (2, 3, 4)]
+    + [f"{b}{r}x{c}" for b in ("float", "half", "double", "int", "uint")
+       for r in (2, 3, 4) for c in (2, 3, 4)]
 )
 
 INTRINSICS = (
