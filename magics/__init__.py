@@ -96,7 +96,7 @@ class SlangMagics(Magics):
         session = session_for(self.shell, args.backend)
         for d in args.defines:
             key, _, value = d.partition("=")
-            session.defines[key] = value or "1"
+            session.set_define(key, value or "1")
         result = session.run_cell(cell, name=self._cell_name(args.name))
         if not args.no_export:
             for k in result.kernels:

@@ -11,9 +11,8 @@ Input: ``IModule::disassemble`` text or one section of ``-dump-ir*`` output (`sp
     	return_val(%2)                          instruction without a result
     }
 
-Generics hold a nested ``func`` in their block; struct/witness-table bodies hold lines without blocks.
-With ``-g``, ``DebugSource``/``DebugLine`` and ``[DebugLocation]`` give source locations. Unknown
-lines are kept as instructions with their raw text; `parse_ir` never raises.
+Generics nest a ``func`` in their block; struct/witness-table bodies have no blocks. With ``-g``,
+``DebugLine``/``[DebugLocation]`` give source locations. Unknown lines are kept as raw text.
 """
 
 from __future__ import annotations
@@ -37,16 +36,15 @@ _PARAM = re.compile(r"^param\s+%?([A-Za-z0-9_]+)\s*:\s*(.*)$")
 _BLOCK = re.compile(r"^block\s+%([A-Za-z0-9_]+)\s*(.*)$")
 _DECO = re.compile(r"^\[([A-Za-z_][\w.]*)\s*(.*?)\]?$")
 _INT_LIT = re.compile(r"(-?\d+)\s*:\s*\w+")
-_NOT_HEADERS = {"let", "param", "block", "call"}
 # Operand positions of structured-control-flow terminators that are not real successors.
 _STRUCTURE = {"ifElse": {3: "merge"}, "loop": {1: "break", 2: "continue"}, "switch": {1: "break"},
               "targetSwitch": {0: "break"}}
 #: Opcodes of the (pre-linking) instructions that ask for a derivative, and the role they give.
-AUTODIFF_OPS = {"ForwardDifferentiate": "forward", "BackwardDifferentiate": "backward",
-                "LegacyBackwardDifferentiate": "backward", "BackwardDifferentiatePrimal": "backward_primal",
-                "BackwardDifferentiatePropagate": "backward_propagate", "BackwardRemat": "rematerialize",
-                "BackwardPrimalFromLegacyBwdDiffFunc": "backward_primal", "BackwardPropagateFromLegacyBwdDiffFunc":
-                "backward_propagate", "BackwardRematFromLegacyBwdDiffFunc": "rematerialize"}
+AUTODIFF_OPS = {op: role for role, ops in {
+    "forward": "ForwardDifferentiate", "backward": "BackwardDifferentiate LegacyBackwardDifferentiate",
+    "backward_primal": "BackwardDifferentiatePrimal BackwardPrimalFromLegacyBwdDiffFunc",
+    "backward_propagate": "BackwardDifferentiatePropagate BackwardPropagateFromLegacyBwdDiffFunc",
+    "rematerialize": "BackwardRemat BackwardRematFromLegacyBwdDiffFunc"}.items() for op in ops.split()}
 _AUTODIFF_NAME = re.compile(r"^s_(fwd|bwdProp|bwd|primal|apply|remat|bwdCallableCtx|minCtx|paramCtx)_(.+)$")
 _ROLES = {"fwd": "forward", "bwd": "backward", "bwdProp": "backward_propagate", "primal": "backward_primal",
           "apply": "backward_primal", "remat": "rematerialize", "bwdCallableCtx": "context",
@@ -121,8 +119,8 @@ class IRModule:
 
     def function(self, name: str) -> IRFunction | None:
         """Look a global value up by id, name hint or mangled name (funcs first)."""
-        hits = [f for f in self.functions if name in (f.id, f.name, f.mangled_name)]
-        hits.sort(key=lambda f: f.kind != "func")
+        hits = sorted((f for f in self.functions if name in (f.id, f.name, f.mangled_name)),
+                      key=lambda f: f.kind != "func")
         return hits[0] if hits else None
 
     @property
@@ -137,19 +135,15 @@ class IRModule:
 
 def decode_name(ident: str) -> str:
     """Undo the IR's name escaping (``sx5Ffwdx5Ff`` -> ``s_fwd_f``); other text is unchanged."""
-    def sub(m: re.Match[str]) -> str:
-        c = chr(int(m.group(1), 16))
-        return m.group(0) if c.isalnum() else c
-    return re.sub(r"x([0-9A-F]{2})", sub, ident)
+    return re.sub(r"x([0-9A-F]{2})", lambda m: m.group(0) if chr(int(m.group(1), 16)).isalnum()
+                  else chr(int(m.group(1), 16)), ident)
 
 
 def classify_autodiff(name: str) -> tuple[str, str] | None:
     """(role, primal name) for an autodiff-generated function name such as ``s_fwd_f``."""
     m = _AUTODIFF_NAME.match(decode_name(name or ""))
-    if not m:
-        return None
-    inner = classify_autodiff(m.group(2))  # s_minCtx_s_bwdCallableCtx_f -> f
-    return _ROLES[m.group(1)], (inner[1] if inner else m.group(2))
+    inner = classify_autodiff(m.group(2)) if m else None  # s_minCtx_s_bwdCallableCtx_f -> f
+    return (_ROLES[m.group(1)], inner[1] if inner else m.group(2)) if m else None
 
 
 def split_dump(text: str) -> list[tuple[str, str]]:
@@ -165,29 +159,13 @@ def _blank_strings(s: str) -> str:
     return _STR.sub(lambda m: '"' + " " * (len(m.group(0)) - 2) + '"', s)
 
 
-def _split_top(s: str) -> list[str]:
-    """Split at commas outside parentheses and strings."""
-    b, parts, depth, start = _blank_strings(s), [], 0, 0
-    for i, c in enumerate(b):
-        if c in "([":
-            depth += 1
-        elif c in ")]":
-            depth -= 1
-        elif c == "," and depth == 0:
-            parts.append(s[start:i].strip())
-            start = i + 1
-    tail = s[start:].strip()
-    return parts + [tail] if tail or parts else parts
-
-
-def _ids(s: str) -> tuple[str, ...]:
+def _ids(s: str) -> tuple[str, ...]:  # %ids outside string literals
     return tuple(_ID.findall(_STR.sub('""', s)))
 
 
 def _parse_rhs(rhs: str) -> tuple[str, str, tuple[str, ...], str | None]:
     """opcode, argument text, operand ids and (for calls) the callee id of an instruction body."""
-    rhs = rhs.strip()
-    b = _blank_strings(rhs)
+    rhs, b = rhs.strip(), _blank_strings(rhs.strip())
     if rhs.startswith("call ") and b.endswith(")"):
         depth = 0
         for i in range(len(b) - 1, 4, -1):
@@ -228,8 +206,8 @@ class _Builder:
         self.funcs.append(f)
         return f
 
-    def _inst(self, ident: str | None, type_: str | None, op: str, args: str, ops: tuple[str, ...],
-              raw: str, n: int, param: bool = False, rate: str | None = None, callee: str | None = None) -> None:
+    def _inst(self, ident: str | None, type_: str | None, op: str, args: str, ops: tuple[str, ...], raw: str,
+              n: int, param: bool = False, rate: str | None = None, callee: str | None = None) -> None:
         inst = {"id": None if ident in (None, "_") else ident, "type": type_, "opcode": op, "args": args,
                 "operands": ops, "text": raw.strip(), "line": n, "decos": self.decos, "rate": rate,
                 "callee": callee}
@@ -277,7 +255,7 @@ class _Builder:
             if not self.stack:
                 self.errors.append(f"line {n}: block outside a function")
                 self.stack.append(self._container("func", f"anon{n}", "", n))
-            self.stack[-1]["blocks"].append({"label": m.group(1), "params": [], "insts": [], "decos": self.decos})
+            self.stack[-1]["blocks"].append({"label": m.group(1), "params": [], "insts": []})
             self.decos = []
             return
         m = _PARAM.match(s)
@@ -298,7 +276,7 @@ class _Builder:
                 self.sources[ident] = strs[0][1:-1] if strs else ""
             return
         m = _HEADER.match(s)
-        if m and m.group(1) not in _NOT_HEADERS:
+        if m and m.group(1) not in ("let", "param", "block", "call"):
             f = self._container(m.group(1), m.group(2) or f"_{n}", m.group(4), n)
             if not m.group(5):
                 self.pending = f
@@ -307,8 +285,6 @@ class _Builder:
         rate, s = m.groups() if m else (None, s)
         op, args, ops, callee = _parse_rhs(s)
         self._inst(None, None, op, args, ops, raw, n, rate=rate, callee=callee)
-
-    # -- freezing --------------------------------------------------------------------------------
 
     def _loc(self, d: dict[str, Any]) -> IRSourceLoc | None:
         for name, args in d["decos"]:
@@ -329,8 +305,8 @@ class _Builder:
         succ: list[str] = []
         structure: list[tuple[str, str]] = []
         special = _STRUCTURE.get(insts[-1].opcode, {}) if insts else {}
-        for pos, arg in enumerate(_split_top(insts[-1].args) if insts else []):
-            if arg[:1] == "%" and arg[1:] in labels:
+        for pos, arg in enumerate(re.split(r"\s*,\s*", insts[-1].args.strip()) if insts else []):
+            if arg[:1] == "%" and arg[1:] in labels:  # labels come first, before any nested argument
                 if pos in special:
                     structure.append((special[pos], arg[1:]))
                 elif arg[1:] not in succ:
@@ -376,18 +352,19 @@ def parse_ir(text: str) -> IRModule:
 # -- graphs --------------------------------------------------------------------------------------
 
 def _function_graph(mod: IRModule) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Function-level nodes (funcs and derivative requests) and call/derivative/copy edges."""
+    """Function-level nodes (funcs, derivative requests) and call/derivative/copy edges."""
     funcs = {f.id: f for f in mod.funcs}
-    derivs = {g.id: g for g in mod.globals if g.id and (g.opcode in AUTODIFF_OPS or g.opcode == "FunctionCopy")}
+    derivs = {g.id: g for g in mod.globals if g.id and (g.opcode in {*AUTODIFF_OPS, "FunctionCopy"})}
     allf, glob = {f.id: f for f in mod.functions}, {g.id: g for g in mod.globals if g.id}
     by_name = {f.name: f.id for f in sorted(mod.funcs, key=lambda f: (f.parent is None, bool(f.blocks)))}
+    inner = {f.parent: f.id for f in reversed(mod.funcs) if f.parent}  # generic -> its (first) func
     edges: dict[tuple[str, str, str], dict[str, Any]] = {}
 
     def resolve(ident: str | None, depth: int = 0) -> str | None:
         if ident in funcs or ident in derivs or ident is None or depth > 8:
             return ident if depth <= 8 else None
         if ident in allf and allf[ident].kind == "generic":
-            return next((g.id for g in mod.funcs if g.parent == ident), None)
+            return inner.get(ident)
         g = glob.get(ident)
         return resolve(g.operands[0], depth + 1) if g and g.opcode == "specialize" and g.operands else None
 
@@ -408,7 +385,8 @@ def _function_graph(mod: IRModule) -> tuple[dict[str, Any], list[dict[str, Any]]
             add(f.id, by_name[ad[1]], "derivative", ad[0])
     for d in derivs.values():
         for t in d.operands:
-            add(d.id, resolve(t), "derivative" if d.opcode in AUTODIFF_OPS else "copy", AUTODIFF_OPS.get(d.opcode))
+            role = AUTODIFF_OPS.get(d.opcode)
+            add(d.id, resolve(t), "derivative" if role else "copy", role)
     for w in mod.functions:  # witness tables of I{Forward,Backward}Differentiable<f> name f's derivatives
         m = re.search(r"\)\s*\(%([A-Za-z0-9_]+)\)\s*$", w.type) if w.kind == "witness_table" else None
         spec = re.match(r"witness_table_t\(specialize\(%([A-Za-z0-9_]+)", w.type) if m else None
@@ -416,7 +394,8 @@ def _function_graph(mod: IRModule) -> tuple[dict[str, Any], list[dict[str, Any]]
         if m and iface and "Differentiable" in (iface.mangled_name or ""):
             role = "forward" if "IForwardDifferentiable" in (iface.mangled_name or "") else "backward"
             for e in w.body:
-                add(resolve(e.operands[1]) if len(e.operands) > 1 else None, resolve(m.group(1)), "derivative", role)
+                if len(e.operands) > 1:
+                    add(resolve(e.operands[1]), resolve(m.group(1)), "derivative", role)
     nodes: dict[str, Any] = {}
     for f in funcs.values():
         role, primal = classify_autodiff(f.name) or (None, None)
@@ -459,8 +438,7 @@ def _back_edges(f: IRFunction) -> set[tuple[str, str]]:
         node, it = stack[-1]
         nxt = next(it, None)
         if nxt is None:
-            state[node] = 2
-            stack.pop()
+            state[stack.pop()[0]] = 2
         elif state.get(nxt) == 1:
             back.add((node, nxt))
         elif nxt not in state and nxt in succ:
@@ -499,9 +477,10 @@ def to_graph(module: IRModule, function: str | None = None, level: str = "functi
         if level == "block":
             back = _back_edges(f)
             for b in f.blocks:
+                text = "\n".join(i.text for i in b.insts if show(i))
                 out["nodes"].append({"id": f"{f.id}:{b.label}", "label": b.label, "kind": "block",
                                      "function": f.id, "params": [p.name or p.id for p in b.params],
-                                     "insts": len(b.insts), "text": "\n".join(i.text for i in b.insts if show(i))})
+                                     "insts": len(b.insts), "text": text})
                 out["edges"] += [{"source": f"{f.id}:{b.label}", "target": f"{f.id}:{t}", "kind": k,
                                   "back": (b.label, t) in back} for k, t in
                                  [("flow", t) for t in b.successors] + list(b.structure)]
@@ -511,7 +490,8 @@ def to_graph(module: IRModule, function: str | None = None, level: str = "functi
         defs = {i.id: key[id(i)] for _, i in insts if i.id}
         for blk, i in insts:
             loc = [i.loc.path, i.loc.line, i.loc.column] if i.loc else None
-            out["nodes"].append({"id": key[id(i)], "label": f"{i.name or i.id} = {i.opcode}" if i.id else i.opcode,
+            label = f"{i.name or i.id} = {i.opcode}" if i.id else i.opcode
+            out["nodes"].append({"id": key[id(i)], "label": label,
                                  "kind": "param" if i.opcode == "param" else "inst", "opcode": i.opcode,
                                  "type": i.type, "block": blk, "function": f.id, "text": i.text, "loc": loc})
             out["edges"] += [{"source": defs[op], "target": key[id(i)], "kind": "use", "operand": k}

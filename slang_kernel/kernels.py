@@ -34,6 +34,8 @@ def _triple(v: int | Sequence[int], what: str) -> tuple[int, int, int]:
 
 def groups_for(ep: EntryPointInfo, threads: Any = None, groups: Any = None) -> tuple[int, int, int]:
     """Thread groups to dispatch for `threads=` (rounded up by numthreads) or `groups=`."""
+    if type(threads) is int and groups is None and threads >= 0:
+        return (-(-threads // max(1, ep.numthreads[0])), 1, 1)
     if (threads is None) == (groups is None):
         raise TypeError(f"{ep.name}(): pass exactly one of threads=(x, y, z) or groups=(x, y, z)")
     if groups is not None:
@@ -48,6 +50,8 @@ def _param_text(p: ParamInfo) -> str:
 
 def check_parameters(kernel: "CompiledKernel", values: Mapping[str, Any]) -> None:
     """Missing or unknown parameters are an error that names them, with their Slang types."""
+    if values.keys() == kernel.parameter_names:
+        return
     ep = kernel.entry_point
     expected = {p.name: p for p in (*ep.uniforms, *kernel.reflection.globals)}
     missing = [p for n, p in expected.items() if n not in values]
@@ -69,8 +73,16 @@ class ComputeKernel:
     def __init__(self, session: "Session", name: str) -> None:
         self.session = session
         self.name = name
+        self._last: tuple[int, Any, "CompiledKernel"] | None = None
 
     def compiled(self, target: str | None = None) -> "CompiledKernel":
+        if target is None:  # the hot path of every call: reuse while nothing in the session changed
+            last, s = self._last, self.session
+            if last is not None and last[0] == s.revision and last[1] is s.backend:
+                return last[2]
+            ck = s.compile_entry(self.name)
+            self._last = (s.revision, s.backend, ck)
+            return ck
         return self.session.compile_entry(self.name, target)
 
     @property

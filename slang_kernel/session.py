@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import pickle
 import time
 from dataclasses import dataclass
@@ -52,9 +53,15 @@ class CompiledKernel:
     source: str = ""               # its full source, import prefix included
     deps: tuple[str, ...] = ()     # names of the cells it loads, in load order
 
-    @property
+    @functools.cached_property
     def entry_point(self) -> EntryPointInfo:
         return self.reflection.entry_point(self.entry)
+
+    @functools.cached_property
+    def parameter_names(self) -> frozenset[str]:
+        """Entry-point uniforms and globals: what a dispatch must be given."""
+        ep = self.entry_point
+        return frozenset(p.name for p in (*ep.uniforms, *self.reflection.globals))
 
 
 class Session:
@@ -77,7 +84,7 @@ class Session:
         threads: int | None = None,
     ) -> None:
         self.options = tuple(options)
-        self.defines = dict(defines or {})
+        self.defines = dict(defines or {})  # change with set_define(), so kernels see it
         self.cache = DiskCache(cache_dir, enabled=cache)
         self.fingerprint = compiler_fingerprint()
         self._compiler = compiler or CompilerProcess()
@@ -378,6 +385,11 @@ class Session:
         from . import ir as ir_module
 
         return ir_module.to_graph(ir_module.parse_ir(self.ir(name)), **kwargs)
+
+    def set_define(self, name: str, value: str = "1") -> None:
+        """A preprocessor define for cells run from now on and for every kernel compiled after this."""
+        self.defines[name] = value
+        self.revision += 1
 
     def set_backend(self, name: str) -> None:
         """Switch backend; cells stay compiled (kernels are rebuilt for the new target on first use)."""

@@ -8,6 +8,7 @@ that target represents a buffer (pointer + count on CPU and CUDA).
 from __future__ import annotations
 
 import dataclasses
+import struct
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -17,6 +18,8 @@ from ..compiler.reflection import ParamInfo, TypeInfo
 __all__ = [
     "ParameterError",
     "Packer",
+    "StructPlan",
+    "fast_encoder",
     "buffer_array",
     "element_dtype",
     "numpy_dtype",
@@ -225,3 +228,64 @@ def _as_mapping(value: Any, t: TypeInfo, name: str) -> Mapping[str, Any]:
     raise ParameterError(
         f"parameter `{name}` is struct {t.name}: pass a dict (or object) with fields {', '.join(names)}; "
         f"got {_describe(value)}")
+
+
+_FORMATS = {"float32": "<f", "float64": "<d", "int32": "<i", "uint32": "<I", "int64": "<q", "uint64": "<Q",
+            "int16": "<h", "uint16": "<H", "int8": "<b", "uint8": "<B"}
+Encoder = Callable[[Any], "bytes | None"]
+
+
+def fast_encoder(t: TypeInfo, array_type: type, pointer: Callable[[Any], int]) -> Encoder | None:
+    """An encoder for the common cases (a scalar; a contiguous array of the exact element dtype as a
+    structured buffer), or None. It returns None for any value it does not take, and the caller
+    falls back to the general Packer, which also produces the error messages."""
+    if t.kind == "scalar" and t.scalar in _FORMATS:
+        pack = struct.Struct(_FORMATS[t.scalar]).pack
+        caster: Callable[[Any], Any] = float if t.scalar.startswith("float") else int
+
+        def scalar(v: Any) -> bytes | None:
+            if isinstance(v, (bool, complex, str)) or (caster is int and isinstance(v, float)):
+                return None
+            try:
+                return pack(caster(v))
+            except (TypeError, ValueError, OverflowError, struct.error):
+                return None
+        return scalar
+    if t.is_buffer and t.shape == "structured_buffer" and t.element is not None:
+        try:
+            base, shape = element_dtype(t.element)
+        except ParameterError:
+            return None
+        per = int(np.prod(shape)) if shape else 1
+        pack2 = struct.Struct("<QQ").pack
+        writable = t.writable
+
+        def buffer(v: Any) -> bytes | None:
+            if (type(v) is array_type and v.dtype == base and v.flags.c_contiguous
+                    and (not writable or getattr(v.flags, "writeable", True))
+                    and (not shape or tuple(v.shape[-len(shape):]) == shape)):
+                return pack2(pointer(v), v.size // per)
+            return None
+        return buffer
+    return None
+
+
+class StructPlan:
+    """Packs one parameter struct (entry-point uniforms or globals) with precomputed encoders."""
+
+    def __init__(self, fields: Sequence[ParamInfo], size: int, array_type: type,
+                 pointer: Callable[[Any], int]) -> None:
+        self.size = size
+        self.fields = [(f, fast_encoder(f.type, array_type, pointer)) for f in fields if not f.varying]
+
+    def pack(self, values: Mapping[str, Any], packer: Packer) -> bytearray:
+        buf = bytearray(self.size)
+        for f, fast in self.fields:
+            v = values[f.name]
+            data = fast(v) if fast is not None else None
+            if data is None:
+                data = packer.encode(f.type, v, f.name)
+            else:
+                packer.keepalive.append(v)
+            buf[f.offset:f.offset + len(data)] = data
+        return buf

@@ -7,6 +7,8 @@ loops over a range of groups; we hand each thread a slice of the range (ctypes r
 from __future__ import annotations
 
 import ctypes
+import dataclasses
+import functools
 import os
 import re
 import shutil
@@ -23,7 +25,7 @@ import numpy as np
 from ..cache import digest
 from ..compiler.reflection import TypeInfo
 from . import BackendUnavailable
-from ._packing import Packer, ParameterError, buffer_array
+from ._packing import Packer, ParameterError, StructPlan, buffer_array
 
 if TYPE_CHECKING:
     from ..session import CompiledKernel, Session
@@ -68,6 +70,7 @@ class CpuBackend:
         self.workers = max(1, session.threads or os.cpu_count() or 1)
         self._pool: ThreadPoolExecutor | None = None
         self._libs: dict[str, tuple[ctypes.CDLL, Any]] = {}
+        self._loaded: dict[tuple[str, bool], _Loaded] = {}
         self._lock = threading.Lock()
         self._version = subprocess.run([self.cxx, "-dumpfullversion"], capture_output=True, text=True).stdout.strip()
         self._prelude = PRELUDE.read_text()
@@ -83,7 +86,19 @@ class CpuBackend:
     def _flags(self) -> tuple[str, ...]:
         return (*CXXFLAGS, "-include", str(PRELUDE), *(("-DSK_CHECKED",) if self.checked else ()))
 
-    def load(self, kernel: "CompiledKernel") -> Any:
+    def load(self, kernel: "CompiledKernel") -> "_Loaded":
+        loaded = self._loaded.get((kernel.key, self.checked))
+        if loaded is None:
+            lib, fn = self._load(kernel)
+            ep = kernel.entry_point
+            pointer = _array_pointer
+            loaded = _Loaded(lib, fn, "printf" in _body(kernel.code),
+                             StructPlan(ep.uniforms, ep.params_size, np.ndarray, pointer),
+                             StructPlan(kernel.reflection.globals, kernel.reflection.globals_size, np.ndarray, pointer))
+            self._loaded[(kernel.key, self.checked)] = loaded
+        return loaded
+
+    def _load(self, kernel: "CompiledKernel") -> tuple[ctypes.CDLL, Any]:
         for pattern, what in _UNSUPPORTED:
             m = pattern.search(_body(kernel.code))
             if m:
@@ -141,16 +156,15 @@ class CpuBackend:
             "textures and samplers need Session(backend='vulkan') or 'cuda'.")
 
     def pack(self, kernel: "CompiledKernel", values: Mapping[str, Any]) -> tuple[Packer, bytearray, bytearray]:
-        ep = kernel.entry_point
-        refl = kernel.reflection
+        loaded = self.load(kernel)
         packer = Packer(self._bind)
-        entry = packer.pack_struct(ep.uniforms, ep.params_size, values, "")
-        glob = packer.pack_struct(refl.globals, refl.globals_size, values, "")
-        return packer, entry, glob
+        return packer, loaded.entry.pack(values, packer), loaded.globals.pack(values, packer)
 
     def dispatch(self, kernel: "CompiledKernel", groups: tuple[int, int, int], values: Mapping[str, Any]) -> None:
-        lib, fn = self.load(kernel)
-        packer, entry, glob = self.pack(kernel, values)
+        loaded = self.load(kernel)
+        lib, fn = loaded.lib, loaded.fn
+        packer = Packer(self._bind)
+        entry, glob = loaded.entry.pack(values, packer), loaded.globals.pack(values, packer)
         e_buf = (ctypes.c_char * max(1, len(entry))).from_buffer(entry if entry else bytearray(1))
         g_buf = (ctypes.c_char * max(1, len(glob))).from_buffer(glob if glob else bytearray(1))
         slices = self._split(groups)
@@ -158,7 +172,7 @@ class CpuBackend:
         if self.checked:
             report = _BoundsReport.in_dll(lib, "sk_bounds_report")
             report.count = 0
-        with _CaptureStdout(enabled="printf" in kernel.code):
+        with _CaptureStdout(enabled=loaded.printf):
             if len(slices) == 1:
                 _run(fn, slices[0], e_buf, g_buf)
             else:
@@ -172,7 +186,7 @@ class CpuBackend:
             raise BoundsError(kernel.entry, int(report.count), int(report.index), int(report.size))
 
     def _split(self, groups: tuple[int, int, int]) -> list[tuple[tuple[int, int, int], tuple[int, int, int]]]:
-        axis = int(np.argmax(groups))
+        axis = max(range(3), key=groups.__getitem__)
         n = groups[axis]
         parts = min(self.workers, n)
         out = []
@@ -194,10 +208,24 @@ class CpuBackend:
             self._pool = None
 
 
+@dataclasses.dataclass(frozen=True)
+class _Loaded:
+    lib: ctypes.CDLL
+    fn: Any
+    printf: bool
+    entry: StructPlan
+    globals: StructPlan
+
+
+def _array_pointer(a: np.ndarray) -> int:
+    return a.ctypes.data
+
+
 class _BoundsReport(ctypes.Structure):
     _fields_ = [("count", ctypes.c_uint64), ("index", ctypes.c_uint64), ("size", ctypes.c_uint64)]
 
 
+@functools.lru_cache(maxsize=1)
 def _cpu_identity() -> str:
     """Model and feature flags of this CPU: builds with -march=native must not travel to another."""
     try:

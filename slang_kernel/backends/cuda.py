@@ -19,7 +19,7 @@ import numpy as np
 
 from ..compiler.reflection import TypeInfo
 from . import BackendUnavailable
-from ._packing import Packer, ParameterError, buffer_array, element_dtype
+from ._packing import Packer, ParameterError, buffer_array, element_dtype, fast_encoder
 
 if TYPE_CHECKING:
     from ..session import CompiledKernel, Session
@@ -148,32 +148,34 @@ class CudaBackend:
         writebacks: list[tuple[np.ndarray, Any]] = []
         packer = Packer(self._bind(writebacks))
         ep = plan.entry
-        args = [fast(values[p.name]) if fast is not None and (b := fast(values[p.name])) is not None
-                else packer.encode(p.type, values[p.name], p.name) for p, fast in plan.params]
+        args = []
+        for p, fast in plan.params:
+            v = values[p.name]
+            data = fast(v) if fast is not None else None
+            args.append(data if data is not None else packer.encode(p.type, v, p.name))
         refl = kernel.reflection
         if refl.globals:
             glob = packer.pack_struct(refl.globals, refl.globals_size, values, "")
             ptr = mod.get_global("SLANG_globalParams")
             host = np.frombuffer(bytes(glob), np.uint8)
             ptr.copy_from_host(host.ctypes.data, host.nbytes)
-        holders = [ctypes.create_string_buffer(a, max(len(a), 1)) for a in args]
-        params = (ctypes.c_void_p * max(1, len(holders)))(*[ctypes.addressof(h) for h in holders])
         bx, by, bz = ep.numthreads
         stream = cupy.cuda.get_current_stream()
-        cupy.cuda.driver.launchKernel(fn.ptr, *groups, bx, by, bz, 0, stream.ptr, ctypes.addressof(params), 0)
+        with plan.lock:  # the argument slots are reused from launch to launch
+            for slot, a in zip(plan.slots, args):
+                if len(a) > len(slot):
+                    raise ParameterError(f"{kernel.entry}: an argument encoded to {len(a)} bytes, more than its slot")
+                ctypes.memmove(slot, a, len(a))
+            cupy.cuda.driver.launchKernel(fn.ptr, *groups, bx, by, bz, 0, stream.ptr, plan.params_ptr, 0)
         for host, dev in writebacks:
             dev.get(out=host, stream=stream)
-        if writebacks or "printf" in kernel.code:
+        if writebacks or plan.printf:
             stream.synchronize()
-        del packer, holders
+        del packer
 
     def close(self) -> None:
         self._modules.clear()
         self._plans.clear()
-
-
-_FORMATS = {"float32": "<f", "float64": "<d", "int32": "<i", "uint32": "<I", "int64": "<q", "uint64": "<Q",
-            "int16": "<h", "uint16": "<H", "int8": "<b", "uint8": "<B"}
 
 
 class _Plan:
@@ -182,32 +184,13 @@ class _Plan:
 
     def __init__(self, kernel: "CompiledKernel", cupy: Any) -> None:
         self.entry = kernel.entry_point
-        self.params = [(p, self._fast(p.type, cupy)) for p in self.entry.uniforms]
+        self.params = [(p, fast_encoder(p.type, cupy.ndarray, _device_pointer)) for p in self.entry.uniforms]
+        self.slots = [ctypes.create_string_buffer(max(16, p.type.size)) for p in self.entry.uniforms]
+        self._params = (ctypes.c_void_p * max(1, len(self.slots)))(*[ctypes.addressof(b) for b in self.slots])
+        self.params_ptr = ctypes.addressof(self._params)
+        self.lock = threading.Lock()
+        self.printf = "printf" in kernel.code[kernel.code.find('#line'):] if '#line' in kernel.code else False
 
-    @staticmethod
-    def _fast(t: TypeInfo, cupy: Any) -> Any:
-        if t.kind == "scalar" and t.scalar in _FORMATS:
-            packer = struct.Struct(_FORMATS[t.scalar]).pack
-            caster = float if t.scalar.startswith("float") else int
 
-            def scalar(v: Any) -> bytes | None:
-                try:
-                    return packer(caster(v))
-                except (TypeError, ValueError, struct.error):
-                    return None
-            return scalar
-        if t.is_buffer and t.shape == "structured_buffer" and t.element is not None:
-            try:
-                base, shape = element_dtype(t.element)
-            except ParameterError:
-                return None
-            per = int(np.prod(shape)) if shape else 1
-            ndarray, pack = cupy.ndarray, struct.Struct("<QQ").pack
-
-            def buffer(v: Any) -> bytes | None:
-                if type(v) is ndarray and v.dtype == base and v.flags.c_contiguous and (
-                        not shape or v.shape[-len(shape):] == shape):
-                    return pack(v.data.ptr, v.size // per)
-                return None
-            return buffer
-        return None
+def _device_pointer(a: Any) -> int:
+    return a.data.ptr

@@ -127,12 +127,16 @@ class SlangKernel(IPythonKernel):
         self.default_backend = os.environ.get("SLANG_KERNEL_BACKEND", "auto")
         assert self.shell is not None
         self.shell.input_transformers_cleanup.insert(0, self._transform)
-        self.shell.set_custom_exc((SlangCompileError, SlangKernelError, KernelInterrupted),
-                                  _compile_error_handler)
+        self._install_error_handler()
         try:  # start the compiler now, in the background; a failure is reported on the first Slang cell
             self.slang_session
         except Exception as exc:
             self.log.warning("the Slang session could not start: %s", exc)
+
+    def _install_error_handler(self) -> None:
+        self.shell.set_custom_exc((SlangCompileError, SlangKernelError, KernelInterrupted),
+                                  _compile_error_handler)
+        self._custom_tb = self.shell.CustomTB
 
     # -- the session ------------------------------------------------------------------------------------
 
@@ -171,6 +175,8 @@ class SlangKernel(IPythonKernel):
                          user_expressions: dict | None = None, allow_stdin: bool = False, *,
                          cell_meta: dict | None = None, cell_id: str | None = None) -> dict[str, Any]:
         kind = parse_cell(code).kind
+        if self.shell.CustomTB is not self._custom_tb and SlangCompileError in self.shell.custom_exceptions:
+            self._install_error_handler()   # e.g. `%load_ext slang_kernel` installed the magic's handler
         name = None
         if kind == "slang":
             name = self._name_for(cell_id)

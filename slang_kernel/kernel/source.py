@@ -3,7 +3,8 @@
     %%python / %%py      first line: the rest of the cell is Python, run by the IPython shell
     %%<other magic>      an IPython cell magic (%%timeit, %%html, %%slang, ...): run by IPython
     %<magic> first       a cell whose first line is an IPython line magic that is not one of the
-                         Slang kernel's own (%backend, %show, %run), e.g. %matplotlib: Python
+                         Slang kernel's own (%backend, %show, %run), e.g. %matplotlib: Python;
+                         so is `%run script.py` (IPython's %run of a .py/.ipy/.ipynb file)
     anything else        Slang; lines starting with %backend, %show or %run are the kernel's
                          line magics (blanked out before compiling, so line numbers stay right)
 """
@@ -55,6 +56,8 @@ def classify(code: str) -> str:
         m = _MAGIC.match(first)
         if m and m.group(1) not in SLANG_MAGICS:
             return "ipython"
+        if m and m.group(1) == "run" and re.match(r"^\s*(-\w+\s+)*\S+\.(py|ipy|ipynb)\b", m.group(2)):
+            return "ipython"   # IPython's %run of a script, not a kernel dispatch
     if first.startswith(("!", "?")):
         return "ipython"
     return "slang"
