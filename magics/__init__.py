@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
-import sys
 from typing import Any
 
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
@@ -54,9 +53,12 @@ def session_for(shell: Any, backend: str | None = None) -> Session:
 
 
 def _compile_error_handler(shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: Any = None) -> list[str]:
-    """Show compile errors as the compiler's diagnostics, without a Python traceback."""
+    """Show compile errors as the compiler's diagnostics, without a Python traceback.
+
+    IPython discards a custom handler's return value, so the handler shows the lines itself
+    (in a kernel, `_showtraceback` sends them as the error message with ename/evalue)."""
     lines = error_lines(value)
-    print("\n".join(lines), file=sys.stderr)
+    shell._showtraceback(etype, value, lines)
     return lines
 
 

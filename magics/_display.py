@@ -28,10 +28,12 @@ class CellSummary:
 
 def summary(session: "Session", result: "CellResult", timing: bool = False) -> CellSummary:
     parts, rows = [], []
+    names = session.names()
     for k in result.kernels:
-        sig = repr(session.kernel(k)) if timing else f"kernel {k}"
-        parts.append(sig)
-        rows.append(("kernel", k))
+        decl = names.get(k)
+        sig = decl.functions[0].signature if decl is not None and decl.functions else k
+        parts.append(f"kernel {sig}")
+        rows.append(("kernel", sig))
     for f in result.functions:
         try:
             sig = session.function(f).signature

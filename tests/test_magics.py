@@ -43,7 +43,8 @@ def test_compile_error_shows_caret_without_traceback(shell: InteractiveShell,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     r = shell.run_cell("%%slang bad\nfloat f(float x)\n{\n    return x + undefinedThing;\n}\n")
     assert not r.success
-    err = capsys.readouterr().err
+    captured = capsys.readouterr()
+    err = captured.out + captured.err
     assert "bad:3:16: error E30015" in err
     assert "    return x + undefinedThing;" in err and "^^^^^^^^^^^^^^" in err
     assert "Traceback" not in err and "session.py" not in err
@@ -74,7 +75,8 @@ def test_compiler_crash_is_a_cell_error(shell: InteractiveShell, capsys: pytest.
     shell.run_cell("%%slang\nfloat ok_fn(float x) { return x * 4; }\n")
     r = shell.run_cell("%%slang\n" + SEED_CRASH)
     assert not r.success
-    assert "the Slang compiler crashed while compiling" in capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert "the Slang compiler crashed while compiling" in captured.out + captured.err
     assert shell.run_cell("%%slang\nfloat next_fn(float x) { return ok_fn(x) + 1; }\n").success
     shell.run_cell("import numpy as np; v = next_fn(np.float32(1))")
     assert shell.user_ns["v"] == 5.0

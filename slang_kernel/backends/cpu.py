@@ -243,12 +243,14 @@ def _run(fn: Any, s: tuple[tuple[int, int, int], tuple[int, int, int]], e_buf: A
     fn(ctypes.byref(v), ctypes.addressof(e_buf), ctypes.addressof(g_buf))
 
 
+_USER_LINE = re.compile(r'#line \d+ "')
+
+
 def _body(code: str) -> str:
-    """The generated code after Slang's inlined prelude (which mentions every intrinsic)."""
-    marker = code.rfind("#line")
-    cut = code.find("struct EntryPointParams")
-    cut = cut if cut >= 0 else code.find("struct GlobalParams")
-    return code[cut:] if cut >= 0 else code[marker:] if marker >= 0 else code
+    """The generated code after Slang's inlined prelude (which mentions every intrinsic): it starts
+    at the first `#line N "path"` directive, which points into the user's cells."""
+    m = _USER_LINE.search(code)
+    return code[m.start():] if m else code
 
 
 class _CaptureStdout:

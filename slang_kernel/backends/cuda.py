@@ -19,6 +19,7 @@ import numpy as np
 
 from ..compiler.reflection import TypeInfo
 from . import BackendUnavailable
+from .cpu import _body
 from ._packing import Packer, ParameterError, buffer_array, element_dtype, fast_encoder
 
 if TYPE_CHECKING:
@@ -189,7 +190,7 @@ class _Plan:
         self._params = (ctypes.c_void_p * max(1, len(self.slots)))(*[ctypes.addressof(b) for b in self.slots])
         self.params_ptr = ctypes.addressof(self._params)
         self.lock = threading.Lock()
-        self.printf = "printf" in kernel.code[kernel.code.find('#line'):] if '#line' in kernel.code else False
+        self.printf = "printf" in _body(kernel.code)
 
 
 def _device_pointer(a: Any) -> int:

@@ -153,6 +153,10 @@ class Worker:
             if rc < 0:
                 return out
             code: dict[str, str] = {}
+            if not eps:  # the whole module (e.g. [CUDAKernel] functions, which are not entry points)
+                blob = c_void_p()
+                if L.spGetTargetCodeBlob(req, ti, byref(blob)) >= 0:
+                    code[""] = blob_bytes(blob.value).decode("utf-8", "replace")
             for name, ep in zip(msg["entry_points"], eps):
                 blob = c_void_p()
                 if L.spGetEntryPointCodeBlob(req, ep, ti, byref(blob)) < 0:
