@@ -1,0 +1,265 @@
+"""Widgets in a real JupyterLab + headless Chromium: ImageView draws, a LiveImage slider re-renders,
+the play loop streams frames, BufferView pages and scrolls at 10M rows.
+
+Starts its own JupyterLab on a free port in a temp root dir, drives /usr/bin/chromium with
+Playwright, saves screenshots to artifacts/ and prints the measured numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+ARTIFACTS = REPO / "artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+
+LOADER = f'''\
+import importlib.util, pathlib, sys
+try:
+    import slang_kernel.widgets as W
+    W.BufferView
+except (ImportError, AttributeError):  # not installed (or a stale editable install): load widgets/
+    _root = pathlib.Path({str(REPO)!r}) / "widgets"
+    _spec = importlib.util.spec_from_file_location("slang_kernel.widgets", _root / "__init__.py",
+                                                   submodule_search_locations=[str(_root)])
+    W = importlib.util.module_from_spec(_spec); sys.modules[_spec.name] = W; _spec.loader.exec_module(W)
+import numpy as np'''
+
+CELLS = [
+    LOADER,
+    # ImageView: single-channel float with a NaN stripe
+    "g = np.linspace(0, 1, 256, dtype=np.float32)\n"
+    "img = np.outer(g, g); img[10:12] = np.nan\n"
+    "iv = W.ImageView(img, colormap='viridis', size=(256, 256)); iv",
+    # LiveImage with a light numpy render function (512x512 RGBA8)
+    "yy, xx = np.mgrid[0:512, 0:512].astype(np.float32) / 512\n"
+    "out = np.empty((512, 512, 4), np.uint8); out[..., 3] = 255\n"
+    "def render(v):\n"
+    "    t = v['time'] / 1000.0 * v['speed']\n"
+    "    s = 0.5 + 0.5 * np.sin(12 * xx + t) * np.cos(9 * yy - 0.7 * t)\n"
+    "    for c in range(3):\n"
+    "        out[..., c] = s * (255 * v['tint'][c])\n"
+    "    return out\n"
+    "live = W.LiveImage(render, {'speed': W.Slider(0, 10, 1), 'tint': W.Color((1.0, 0.5, 0.0)),\n"
+    "                            'time': W.Time(), 'frame': W.Frame(), 'mouse': W.Mouse()},\n"
+    "                   size=(512, 512))\n"
+    "live",
+    # BufferView: 10M float4 with a NaN and an Inf
+    "buf = np.random.default_rng(0).random((10_000_000, 4), dtype=np.float32)\n"
+    "buf[3, 1] = np.nan; buf[9_000_000, 2] = np.inf\n"
+    "bv = W.BufferView(buf); bv",
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory):
+    """A JupyterLab server on a temp root dir holding the generated notebook; stopped by PID."""
+    if not pathlib.Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} not installed (apt-get install -y chromium)")
+    pytest.importorskip("playwright.sync_api")
+    root = tmp_path_factory.mktemp("labroot")
+    nb = {"cells": [{"cell_type": "code", "execution_count": None, "id": f"c{i}", "metadata": {},
+                     "outputs": [], "source": src} for i, src in enumerate(CELLS)],
+          "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+          "nbformat": 4, "nbformat_minor": 5}
+    (root / "widgets.ipynb").write_text(json.dumps(nb))
+    settings = root / ".settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    (settings / "notification.jupyterlab-settings").write_text(
+        '{"fetchNews": "false", "checkForUpdates": false}')
+    port, token = _free_port(), secrets.token_hex(16)
+    env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(root / ".settings"),
+               JUPYTERLAB_WORKSPACES_DIR=str(root / ".workspaces"))
+    jupyter = shutil.which("jupyter", path=str(pathlib.Path(sys.executable).parent)) or "jupyter"
+    log = open(root / "lab.log", "w")
+    proc = subprocess.Popen(
+        [jupyter, "lab", "--no-browser", f"--port={port}", f"--ServerApp.token={token}",
+         "--ServerApp.ip=127.0.0.1", "--allow-root", f"--ServerApp.root_dir={root}"],
+        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={token}", timeout=2)
+                break
+            except OSError:
+                if proc.poll() is not None or time.time() > deadline:
+                    raise RuntimeError("JupyterLab did not start:\n" + (root / "lab.log").read_text()[-3000:])
+                time.sleep(0.3)
+        yield f"http://127.0.0.1:{port}/lab/tree/widgets.ipynb?token={token}"
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)  # the session started above: server + its kernels
+            proc.wait(timeout=10)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            os.killpg(proc.pid, signal.SIGKILL)
+        log.close()
+
+
+CANVAS_STATS = """(c) => {
+  const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+  let h = 0, nonbg = 0; const colors = new Set();
+  for (let i = 0; i < d.length; i += 4) {
+    if (!(d[i] === 34 && d[i+1] === 34 && d[i+2] === 34)) nonbg++;
+    if (i % 64 === 0) colors.add((d[i] << 16) | (d[i+1] << 8) | d[i+2]);
+    h = (h * 31 + d[i] + 7 * d[i+1] + 13 * d[i+2]) >>> 0;
+  }
+  return {hash: h, nonbg, colors: colors.size};
+}"""
+
+
+FPS_JS = """(root) => new Promise((done) => {
+  const f0 = Number(root.dataset.frames), rtt = [];
+  const poll = setInterval(() => rtt.push(Number(root.dataset.rttMs)), 100);
+  setTimeout(() => {
+    clearInterval(poll);
+    rtt.sort((a, b) => a - b);
+    done({frames: Number(root.dataset.frames) - f0, rtt_median: rtt[rtt.length >> 1]});
+  }, 5000);
+})"""
+
+
+def test_widgets_in_jupyterlab(lab: str) -> None:
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    numbers: dict[str, object] = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+
+        def wait_js(predicate: str, loc, timeout: int = 30_000) -> None:
+            page.wait_for_function(predicate, arg=loc.element_handle(), timeout=timeout)
+        try:
+            page.goto(lab)
+            page.wait_for_selector(".jp-Notebook", timeout=60_000)
+            page.get_by_text("| Idle").first.wait_for(timeout=60_000)  # kernel started
+            cells = page.locator(".jp-Notebook .jp-Cell")
+            for i in range(len(CELLS)):
+                cells.nth(i).locator(".jp-InputArea-editor").click()
+                page.keyboard.press("Shift+Enter")
+                page.wait_for_function(  # executed: the prompt shows a number, not "[ ]" / "[*]"
+                    "(c) => /\\[\\d+\\]/.test(c.querySelector('.jp-InputPrompt').textContent)",
+                    arg=cells.nth(i).element_handle(), timeout=60_000)
+
+            # ---- ImageView renders non-blank pixels
+            iv = page.locator(".sk-img").first
+            iv.wait_for(timeout=60_000)
+            wait_js("(e) => Number(e.dataset.frames) > 0", iv)
+            stats = iv.locator("canvas").evaluate(CANVAS_STATS)
+            assert stats["nonbg"] > 1000 and stats["colors"] > 10, stats
+
+            # ---- LiveImage: dragging the slider re-renders the frame
+            live = page.locator(".sk-img:has(.sk-ctl-slider)")
+            live.wait_for(timeout=60_000)
+            lcanvas = live.locator("canvas")
+            wait_js("(e) => Number(e.dataset.frames) > 0", live)
+            play = live.locator(".sk-play")
+            play.click()  # time moves, so the speed slider changes what is drawn
+            page.wait_for_timeout(300)
+            play.click()
+            page.wait_for_timeout(300)
+            before = lcanvas.evaluate(CANVAS_STATS)
+            frames0 = int(live.get_attribute("data-frames"))
+            slider = live.locator(".sk-ctl-slider input")
+            slider.scroll_into_view_if_needed()
+            box = slider.bounding_box()
+            y = box["y"] + box["height"] / 2
+            page.mouse.move(box["x"] + box["width"] * 0.1, y)
+            page.mouse.down()
+            page.mouse.move(box["x"] + box["width"] * 0.9, y, steps=10)
+            page.mouse.up()
+            wait_js(f"(e) => Number(e.dataset.frames) > {frames0}", live)
+            page.wait_for_timeout(300)
+            after = lcanvas.evaluate(CANVAS_STATS)
+            assert after["hash"] != before["hash"] and after["nonbg"] > 1000, (before, after)
+            # frame loop: frames drawn in 5 s, counted in the page
+            play.click()
+            loop = live.evaluate(FPS_JS)
+            play.click()
+            numbers["liveimage_fps_512_rgba8"] = round(loop["frames"] / 5.0, 1)
+            numbers["liveimage_request_to_drawn_ms_median"] = loop["rtt_median"]
+            assert loop["frames"] >= 10, loop
+            lcanvas.hover(position={"x": 100, "y": 120})
+            assert live.locator(".sk-img-hover").inner_text().startswith("(")
+
+            # ---- BufferView: paging and scrolling at 10M float4
+            bv = page.locator(".sk-buf")
+            bv.wait_for(timeout=60_000)
+            bv.scroll_into_view_if_needed()
+            wait_js("(e) => e.dataset.firstLabel === '0'", bv)
+            bv.locator(".sk-next").click()
+            wait_js("(e) => e.dataset.firstLabel === '20'", bv)
+            assert bv.locator("tbody tr").first.locator("th").inner_text() == "20"
+            assert bv.locator("td.sk-nan").count() == 0  # the NaN (row 3) is on the first page
+            bv.locator(".sk-first").click()
+            wait_js("(e) => e.dataset.firstLabel === '0'", bv)
+            assert bv.locator("td.sk-nan").count() == 1
+            bv.locator(".sk-buf-nextnan").click()  # the Inf at row 9,000,000
+            wait_js("(e) => e.dataset.firstLabel === '8999990'", bv)
+            assert bv.locator("td.sk-inf").count() == 1
+            # scroll jumps (each needs a page from the kernel) ...
+            page.evaluate("() => { window.__skBufLatency = []; }")
+            scroller = bv.locator(".sk-buf-scroll")
+            labels = set()
+            for frac in (0.1, 0.37, 0.5, 0.81, 0.99, 0.25, 0.66, 0.05):
+                scroller.evaluate(f"(s) => {{ s.scrollTop = {frac} * (s.scrollHeight - s.clientHeight); }}")
+                near = f"Math.abs(Number(e.dataset.start) - {frac} * 9999980) < 5000"
+                wait_js(f"(e) => {near} && e.dataset.latency", bv)
+                labels.add(bv.get_attribute("data-first-label"))
+                bv.evaluate("(e) => { delete e.dataset.latency; }")
+            assert len(labels) == 8, labels
+            jumps = page.evaluate("() => window.__skBufLatency.splice(0)")
+            # ... and wheel steps (served from the prefetched rows, refilled in the background)
+            scroller.hover()
+            for _ in range(30):
+                page.mouse.wheel(0, 60)
+                page.wait_for_timeout(16)
+            page.wait_for_timeout(300)
+            wheel = page.evaluate("() => window.__skBufLatency.splice(0)")
+            numbers["buffer_10M_scroll_jump_ms_median"] = round(sorted(jumps)[len(jumps) // 2], 1)
+            numbers["buffer_10M_scroll_jump_ms_max"] = round(max(jumps), 1)
+            numbers["buffer_10M_wheel_step_ms_median"] = round(sorted(wheel)[len(wheel) // 2], 1)
+            numbers["buffer_10M_wheel_step_ms_max"] = round(max(wheel), 1)
+            # heat map and histogram of column x
+            bv.locator(".sk-buf-tabs button", has_text="heatmap").click()
+            wait_js("(e) => e.dataset.plot === 'heatmap'", bv)
+            heat = bv.locator(".sk-buf-plot").evaluate(CANVAS_STATS)
+            assert heat["colors"] > 10, heat
+            bv.screenshot(path=str(ARTIFACTS / "widgets_bufferview_heatmap.png"))
+            bv.locator(".sk-buf-tabs button", has_text="table").click()
+            notebook_shot = ARTIFACTS / "widgets_browser.png"
+            for b in page.locator(".jp-toast-button:has-text('No')").all():
+                b.click()
+            page.screenshot(path=str(notebook_shot), full_page=True)
+            live.screenshot(path=str(ARTIFACTS / "widgets_liveimage.png"))
+            bv.screenshot(path=str(ARTIFACTS / "widgets_bufferview.png"))
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / "widgets_browser_failure.png"))
+            raise
+        finally:
+            browser.close()
+    print("WIDGET NUMBERS", json.dumps(numbers))
+    (ARTIFACTS / "widgets_numbers.json").write_text(json.dumps(numbers, indent=1))

@@ -1,0 +1,280 @@
+"""Python side of the notebook widgets: paging messages, histogram, heat map, NaN detection, diff,
+control validation, static fallbacks. Fast; no browser, no Slang engine."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import logging
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+
+
+def _load_widgets():
+    try:
+        import slang_kernel.widgets as w
+
+        w.BufferView  # a stale editable install may map the folder as a namespace package
+        return w
+    except (ImportError, AttributeError):
+        root = REPO / "widgets"
+        spec = importlib.util.spec_from_file_location(
+            "slang_kernel.widgets", root / "__init__.py", submodule_search_locations=[str(root)])
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = mod
+        spec.loader.exec_module(mod)
+        return mod
+
+
+W = _load_widgets()
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+class Sent:
+    """Captures ``widget.send(content, buffers)`` calls."""
+
+    def __init__(self, widget) -> None:
+        self.msgs: list[tuple[dict, list]] = []
+        widget.send = lambda content, buffers=None: self.msgs.append((content, list(buffers or [])))
+
+
+def _decode(reply: dict, buffers: list, columns: list[dict]) -> list[np.ndarray]:
+    return [np.frombuffer(b, dtype=np.uint8 if c["wire"] == "|b1" else c["wire"])
+            for b, c in zip(buffers, [c for c in columns if c["wire"] != "text"])]
+
+
+# ---------------------------------------------------------------- BufferView
+
+
+def test_vector_columns_and_paging_message_is_binary() -> None:
+    a = np.arange(1000 * 4, dtype=np.float32).reshape(1000, 4)
+    bv = W.BufferView(a)
+    assert [c["name"] for c in bv._columns] == ["x", "y", "z", "w"]
+    assert bv.rows == 1000
+    sent = Sent(bv)
+    bv._on_msg(bv, {"type": "page", "view": "v1", "req": 7, "start": 500, "count": 10}, [])
+    (reply, buffers), = sent.msgs
+    assert reply["req"] == 7 and reply["view"] == "v1" and reply["start"] == 500 and reply["count"] == 10
+    assert len(json.dumps(reply)) < 300  # header only; data goes as buffers
+    cols = _decode(reply, buffers, bv._columns)
+    assert all(isinstance(b, bytes) and len(b) == 40 for b in buffers)
+    np.testing.assert_array_equal(np.stack(cols, axis=1), a[500:510])
+
+
+def test_paging_clips_and_rejects_garbage(caplog: pytest.LogCaptureFixture) -> None:
+    bv = W.BufferView(np.arange(50, dtype=np.int64))
+    reply, buffers = bv.page(45, 100)
+    assert (reply["start"], reply["count"]) == (45, 5)
+    np.testing.assert_array_equal(np.frombuffer(buffers[0], "<i8"), np.arange(45, 50))
+    reply, _ = bv.page(10, 10**9)
+    assert reply["count"] == 40
+    sent = Sent(bv)
+    with caplog.at_level(logging.WARNING, logger="slang_kernel.widgets"):
+        bv._on_msg(bv, {"type": "page", "start": "x", "count": 3}, [])
+        bv._on_msg(bv, {"type": "bogus"}, [])
+        bv._on_msg(bv, ["not", "a", "dict"], [])
+    assert sent.msgs == []
+    assert "ignored" in caplog.text
+
+
+def test_struct_fields_names_and_nd_labels() -> None:
+    dt = np.dtype([("pos", "<f4", (3,)), ("id", "<u4"), ("ok", "?"), ("h", "<f2")])
+    s = np.zeros((2, 3), dt)
+    s["pos"][1, 2] = (1, 2, 3)
+    s["id"] = np.arange(6).reshape(2, 3)
+    bv = W.BufferView(s)
+    assert [(c["name"], c["wire"]) for c in bv._columns] == [
+        ("pos.x", "<f4"), ("pos.y", "<f4"), ("pos.z", "<f4"), ("id", "<u4"), ("ok", "|b1"), ("h", "<f4")]
+    reply, buffers = bv.page(0, 6)
+    assert reply["labels"][5] == "1,2"
+    cols = _decode(reply, buffers, bv._columns)
+    assert cols[2][5] == 3 and cols[3].tolist() == list(range(6))
+    named = W.BufferView(np.zeros((4, 2)), columns=["u", "v"])
+    assert [c["name"] for c in named._columns] == ["u", "v"]
+    with pytest.raises(ValueError):
+        W.BufferView(np.zeros((4, 2)), columns=["only_one"])
+    image = W.BufferView(np.zeros((8, 16, 4), np.float32))
+    assert image.rows == 128 and len(image._columns) == 4
+
+
+def test_nan_inf_detection_and_seek() -> None:
+    a = np.ones((100, 2), np.float32)
+    a[3, 1] = np.nan
+    a[70, 0] = np.inf
+    a[71, 0] = -np.inf
+    bv = W.BufferView(a)
+    assert bv._summary["nan"] == 1 and bv._summary["inf"] == 2
+    assert bv.seek("nonfinite", -1) == 3
+    assert bv.seek("nonfinite", 3) == 70
+    assert bv.seek("nonfinite", 71) == 3  # wraps around
+    sent = Sent(bv)
+    bv._on_msg(bv, {"type": "seek", "view": "v", "what": "nonfinite", "after": 10}, [])
+    assert sent.msgs[0][0] == {"type": "seek", "view": "v", "what": "nonfinite", "row": 70}
+    assert W.BufferView(np.ones(10)).seek("nonfinite", 0) == -1
+
+
+def test_histogram_compact_and_counts_nonfinite() -> None:
+    rng = np.random.default_rng(1)
+    v = rng.normal(size=100_000).astype(np.float32)
+    v[:5] = np.nan
+    v[5:7] = np.inf
+    v[7] = -np.inf
+    bv = W.BufferView(v, mode="histogram")
+    h = bv._hist
+    assert (h["nan"], h["posinf"], h["neginf"]) == (5, 2, 1)
+    assert sum(h["counts"]) == 100_000 - 8 and len(h["counts"]) == 64
+    assert len(json.dumps(h)) < 4000
+    ints = W.BufferView(np.array([0, 1, 1, 2, 2, 2])).histogram()
+    assert ints["counts"] == [1, 2, 3]
+
+
+def test_heatmap_codes_mark_nan_blocks() -> None:
+    a = np.tile(np.linspace(0, 1, 2000, dtype=np.float32), (1200, 1))  # 2-D leading shape
+    a[600, 1000] = np.nan
+    bv = W.BufferView(a, components=0)
+    bv.mode = "heatmap"
+    m = bv._heat_meta
+    assert (m["grid_h"], m["grid_w"]) == (1200, 2000)
+    assert m["width"] <= 512 and m["height"] <= 512
+    codes = np.frombuffer(bv._heat, np.uint8).reshape(m["height"], m["width"])
+    assert (codes == 254).sum() == 1
+    assert codes[0, 0] < 10 and codes[0, -1] > 240
+    one_d = W.BufferView(np.arange(10, dtype=np.float32), mode="heatmap")
+    m1 = one_d._heat_meta
+    codes1 = np.frombuffer(one_d._heat, np.uint8)
+    assert m1["grid_w"] * m1["grid_h"] >= 10 and (codes1 == 253).sum() == m1["grid_w"] * m1["grid_h"] - 10
+
+
+def test_diff_mode() -> None:
+    a = np.zeros((50, 3), np.float32)
+    b = a.copy()
+    b[10, 2] = 1.0
+    b[40, 0] = 1e-9  # within atol
+    bv = W.BufferView(a, compare=b)
+    s = bv._summary
+    assert s["diff"] and s["diff_count"] == 1 and s["diff_rows"] == 1 and s["max_abs"] == 1.0
+    assert bv.seek("diff", 0) == 10
+    reply, buffers = bv.page(8, 4)
+    assert reply["diff"] and len(buffers) == 6
+    assert np.frombuffer(buffers[5], "<f4")[2] == 1.0  # compare column z, row 10
+    bv2 = W.BufferView(a).diff(b)
+    assert bv2._summary["diff_count"] == 1
+    with pytest.raises(ValueError):
+        bv2.diff(np.zeros((49, 3), np.float32))
+
+
+def test_update_bumps_version() -> None:
+    bv = W.BufferView(np.zeros(10))
+    v0 = bv._version
+    bv.update(np.ones((20, 2)))
+    assert bv._version == v0 + 1 and bv.rows == 20 and bv.shape == [20, 2]
+
+
+def test_buffer_static_html_fallback() -> None:
+    a = np.arange(100, dtype=np.float32)
+    a[2] = np.nan
+    data, _meta = W.BufferView(a)._repr_mimebundle_()
+    assert list(data)[:2] == ["text/plain", WIDGET_MIME]
+    html = data["text/html"]
+    assert "<table>" in html and "<td>nan</td>" in html and "90 more rows" in html and "1 NaN" in html
+
+
+# ---------------------------------------------------------------- ImageView / tone mapping
+
+
+def _png_pixels(png: bytes) -> np.ndarray:
+    from matplotlib.image import imread
+
+    return (imread(io.BytesIO(png), format="png") * 255).round().astype(np.uint8)
+
+
+def test_imageview_frames_are_binary_and_png_fallback_matches() -> None:
+    g = np.linspace(0, 1, 64, dtype=np.float32)
+    img = np.outer(g, g)
+    img[5, 5] = np.nan
+    iv = W.ImageView(img, colormap="gray")
+    assert iv._frame_meta["dtype"] == "f4" and iv._frame_meta["channels"] == 1
+    assert len(iv._frame) == 64 * 64 * 4
+    data, _ = iv._repr_mimebundle_()
+    assert WIDGET_MIME in data and data["image/png"].startswith(b"\x89PNG")
+    px = _png_pixels(data["image/png"])
+    assert px.shape == (64, 64, 4)
+    assert tuple(px[5, 5, :3]) == (255, 0, 255)  # NaN magenta
+    assert px[63, 63, 0] == 255 and px[0, 0, 0] == 0
+    rgb8 = W.ImageView(np.full((4, 6, 3), 200, np.uint8))
+    assert rgb8._frame_meta["dtype"] == "u1" and len(rgb8._frame) == 4 * 6 * 3
+    with pytest.raises(ValueError):
+        W.ImageView(np.zeros((4, 4, 5)))
+
+
+def test_tonemap_exposure_and_colormaps() -> None:
+    from slang_kernel.widgets._encode import colormap_lut, tonemap  # loaded by _load_widgets
+
+    x = np.full((2, 2, 3), 0.25, np.float32)
+    assert tonemap(x, exposure=1.0)[0, 0, 0] == 128
+    assert tonemap(x, exposure=-10)[0, 0, 0] == 0
+    assert tonemap(x, srgb=True)[0, 0, 0] == 137
+    lut = np.frombuffer(colormap_lut("viridis"), np.uint8).reshape(256, 3)
+    one = tonemap(np.array([[0.0, 1.0]], np.float32), colormap="viridis")
+    assert tuple(one[0, 0, :3]) == tuple(lut[0]) and tuple(one[0, 1, :3]) == tuple(lut[255])
+    assert len(colormap_lut("magma")) == 768
+
+
+# ---------------------------------------------------------------- controls / LiveImage
+
+
+def test_control_validation(caplog: pytest.LogCaptureFixture) -> None:
+    controls = {"speed": W.Slider(0, 10, 1), "tint": W.Color((1, 0, 0)), "time": W.Time(),
+                "frame": W.Frame(), "mouse": W.Mouse()}
+    ok = W.validate_values(controls, {"speed": 2.5, "tint": [0, 0.5, 1], "time": 16.7, "frame": 3,
+                                      "mouse": [1, 2, 3, -4]})
+    assert ok == {"speed": 2.5, "tint": (0.0, 0.5, 1.0), "time": 16.7, "frame": 3,
+                  "mouse": (1.0, 2.0, 3.0, -4.0)}
+    bad = {"speed": 11, "tint": [0, 2, 0], "time": -1, "frame": 1.5, "mouse": [1, 2],
+           "evil": "__import__('os')"}
+    with caplog.at_level(logging.WARNING, logger="slang_kernel.widgets"):
+        assert W.validate_values(controls, bad) == {}
+        assert W.validate_values(controls, {"speed": True}) == {}
+        assert W.validate_values(controls, {"speed": float("nan")}) == {}
+        assert W.validate_values(controls, {"speed": "3"}) == {}
+        assert W.validate_values(controls, ["speed", 3]) == {}
+    assert "undeclared control 'evil'" in caplog.text and "outside [0, 10]" in caplog.text
+    with pytest.raises(ValueError):
+        W.Slider(1, 0)
+    with pytest.raises(ValueError):
+        W.Color((2, 0, 0))
+    assert W.Slider(0, 10, 1).spec("s") == {"name": "s", "kind": "slider", "min": 0, "max": 10,
+                                            "step": 0.1, "value": 1.0}
+
+
+def test_liveimage_renders_validated_values_and_reports_errors() -> None:
+    seen: list[dict] = []
+
+    def render(v: dict) -> np.ndarray:
+        seen.append(v)
+        if v["speed"] == 7:
+            raise RuntimeError("boom")
+        return np.full((8, 8, 3), v["speed"] / 10, np.float32) * np.array(v["tint"], np.float32)
+
+    live = W.LiveImage(render, {"speed": W.Slider(0, 10, 1), "tint": W.Color((1, 0, 0)), "time": W.Time()},
+                       size=(64, 64))
+    assert seen[0] == {"speed": 1.0, "tint": (1.0, 0.0, 0.0), "time": 0.0}
+    assert [c["kind"] for c in live._controls] == ["slider", "color", "time"]
+    seq = live._frame_meta["seq"]
+    sent = Sent(live)
+    live._on_msg(live, {"type": "frame", "values": {"speed": 5, "time": 100, "nope": 1, "tint": "red"}}, [])
+    assert seen[-1] == {"speed": 5.0, "tint": (1.0, 0.0, 0.0), "time": 100.0}
+    assert live._frame_meta["seq"] == seq + 1
+    assert np.frombuffer(live._frame, "<f4")[0] == pytest.approx(0.5)
+    live._on_msg(live, {"type": "frame", "values": {"speed": 7}}, [])
+    assert sent.msgs and sent.msgs[-1][0]["type"] == "error" and "boom" in sent.msgs[-1][0]["message"]
+    live._on_msg(live, {"type": "exec", "code": "x"}, [])  # ignored
+    data, _ = live._repr_mimebundle_()
+    px = _png_pixels(data["image/png"])  # the last good frame
+    assert px.shape == (8, 8, 4) and px[0, 0, 0] == 128

@@ -1,0 +1,332 @@
+// ImageView / LiveImage front end (plain ESM, no build step).
+// Frames arrive as raw bytes (u1 or f4, H x W x C) and are tone-mapped here: exposure,
+// colormap (single channel), optional sRGB. Zoom with the wheel, pan by dragging (shift-drag when a
+// Mouse control owns plain drags), hover shows (x, y) and the raw pixel values.
+// Live controls: at most one frame request is in flight; the next one is sent only after the
+// previous frame was drawn (or an error came back), so frames never queue.
+
+const NAN_RGB = [255, 0, 255];
+
+function typedView(dv, Ctor) {
+  if (!dv) return new Ctor(0);
+  const off = dv.byteOffset, len = dv.byteLength;
+  if (off % Ctor.BYTES_PER_ELEMENT === 0) return new Ctor(dv.buffer, off, len / Ctor.BYTES_PER_ELEMENT);
+  return new Ctor(dv.buffer.slice(off, off + len));
+}
+
+function el(tag, cls, parent, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  if (parent) parent.appendChild(e);
+  return e;
+}
+
+function fmt(v) {
+  if (Number.isInteger(v)) return String(v);
+  if (!Number.isFinite(v)) return String(v);
+  const a = Math.abs(v);
+  return a !== 0 && (a < 1e-3 || a >= 1e5) ? v.toExponential(4) : String(Number(v.toPrecision(5)));
+}
+
+function hexToRgb(hex) {
+  const n = parseInt(hex.slice(1), 16);
+  return [((n >> 16) & 255) / 255, ((n >> 8) & 255) / 255, (n & 255) / 255];
+}
+function rgbToHex(rgb) {
+  return "#" + rgb.map((c) => Math.round(Math.min(1, Math.max(0, c)) * 255).toString(16).padStart(2, "0")).join("");
+}
+
+function tonemap(raw, meta, opts, out) {
+  // raw: Uint8Array | Float32Array (H*W*C); out: Uint8ClampedArray (H*W*4)
+  const n = meta.width * meta.height, c = meta.channels;
+  const isU8 = meta.dtype === "u1";
+  if (isU8 && c === 4 && opts.exposure === 0 && !opts.srgb) { out.set(raw); return; } // RGBA8 as is
+  const k = Math.pow(2, opts.exposure) / (isU8 ? 255 : 1);
+  const srgb = opts.srgb;
+  if (c === 1) {
+    const lut = opts.lut;
+    const lo = isU8 ? 0 : opts.lo, span = isU8 ? 1 : (opts.hi - opts.lo) || 1;
+    for (let i = 0; i < n; i++) {
+      const v = raw[i] * k;
+      const o = i * 4;
+      if (v !== v) { out[o] = NAN_RGB[0]; out[o + 1] = NAN_RGB[1]; out[o + 2] = NAN_RGB[2]; out[o + 3] = 255; continue; }
+      let tt = (v - lo) / span;
+      tt = tt < 0 ? 0 : tt > 1 ? 1 : tt;
+      const j = ((tt * 255 + 0.5) | 0) * 3;
+      out[o] = lut[j]; out[o + 1] = lut[j + 1]; out[o + 2] = lut[j + 2]; out[o + 3] = 255;
+    }
+    return;
+  }
+  const m = Math.min(c, 3);
+  for (let i = 0; i < n; i++) {
+    const s = i * c, o = i * 4;
+    let nan = false;
+    for (let ch = 0; ch < 3; ch++) {
+      let v = ch < m ? raw[s + ch] * k : 0;
+      if (v !== v) { nan = true; v = 0; }
+      v = v < 0 ? 0 : v > 1 ? 1 : v;
+      if (srgb) v = v <= 0.0031308 ? v * 12.92 : 1.055 * Math.pow(v, 1 / 2.4) - 0.055;
+      out[o + ch] = (v * 255 + 0.5) | 0;
+    }
+    let a = 255;
+    if (c === 4) {
+      let v = raw[s + 3] * (isU8 ? 1 / 255 : 1);
+      v = v !== v ? 1 : v < 0 ? 0 : v > 1 ? 1 : v;
+      a = (v * 255 + 0.5) | 0;
+    }
+    out[o + 3] = a;
+    if (nan) { out[o] = NAN_RGB[0]; out[o + 1] = NAN_RGB[1]; out[o + 2] = NAN_RGB[2]; out[o + 3] = 255; }
+  }
+}
+
+function render({ model, el: host }) {
+  const root = el("div", "sk-img", host);
+  root.dataset.frames = "0";
+  const bar = el("div", "sk-img-bar", root);
+  const expLabel = el("label", "sk-img-exp", bar, "exposure ");
+  const exp = el("input", "", expLabel);
+  Object.assign(exp, { type: "range", min: -10, max: 10, step: 0.1 });
+  const expVal = el("span", "sk-img-val", expLabel);
+  const cmap = el("select", "sk-img-cmap", bar);
+  for (const name of ["viridis", "magma", "gray"]) el("option", "", cmap, name).value = name;
+  const srgbLabel = el("label", "", bar, " sRGB");
+  const srgb = el("input", "", srgbLabel);
+  srgb.type = "checkbox";
+  srgbLabel.prepend(srgb);
+  const fitBtn = el("button", "sk-img-fit", bar, "fit");
+  const zoomLbl = el("span", "sk-img-zoom", bar);
+
+  const ctrlBox = el("div", "sk-img-controls", root);
+  const [dw, dh] = model.get("display_size");
+  const canvas = el("canvas", "sk-img-canvas", root);
+  canvas.width = dw; canvas.height = dh;
+  canvas.style.width = dw + "px"; canvas.style.height = dh + "px";
+  const ctx = canvas.getContext("2d");
+  const status = el("div", "sk-img-status", root);
+  const hover = el("span", "sk-img-hover", status, "\u00a0");
+  const fpsLbl = el("span", "sk-img-fps", status);
+  const errBox = el("div", "sk-img-error", root);
+
+  const off = document.createElement("canvas");
+  const offCtx = off.getContext("2d");
+  let raw = null, meta = null, imgData = null;
+  let view = { s: 1, x: 0, y: 0 }, fitted = false;
+
+  function luts() { return model.get("_luts") || {}; }
+  function currentRange() {
+    const r = model.get("range");
+    return r && r.length === 2 ? r : [meta.lo, meta.hi];
+  }
+  function retone() {
+    if (!meta || !raw) return;
+    if (!imgData || imgData.width !== meta.width || imgData.height !== meta.height) {
+      off.width = meta.width; off.height = meta.height;
+      imgData = offCtx.createImageData(meta.width, meta.height);
+    }
+    const [lo, hi] = currentRange();
+    tonemap(raw, meta, {
+      exposure: model.get("exposure"), srgb: model.get("srgb"), lo, hi,
+      lut: typedView(luts()[model.get("colormap")], Uint8Array),
+    }, imgData.data);
+    offCtx.putImageData(imgData, 0, 0);
+    draw();
+  }
+  function fit() {
+    if (!meta) return;
+    const s = Math.min(canvas.width / meta.width, canvas.height / meta.height);
+    view = { s, x: (canvas.width - meta.width * s) / 2, y: (canvas.height - meta.height * s) / 2 };
+    fitted = true;
+    draw();
+  }
+  function draw() {
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
+    ctx.fillStyle = "#222";
+    ctx.fillRect(0, 0, canvas.width, canvas.height);
+    if (!meta) return;
+    ctx.imageSmoothingEnabled = false;
+    ctx.setTransform(view.s, 0, 0, view.s, view.x, view.y);
+    ctx.drawImage(off, 0, 0);
+    zoomLbl.textContent = ` ${meta.width}\u00d7${meta.height}\u00d7${meta.channels} ${meta.dtype}  zoom ${(view.s * 100).toFixed(0)}%`;
+  }
+  function loadFrame() {
+    const t0 = performance.now();
+    meta = model.get("_frame_meta");
+    if (!meta || !meta.width) { meta = null; return; }
+    const dv = model.get("_frame");
+    raw = meta.dtype === "u1" ? typedView(dv, Uint8Array) : typedView(dv, Float32Array);
+    const sizeChanged = !imgData || imgData.width !== meta.width || imgData.height !== meta.height;
+    retone();
+    if (sizeChanged || !fitted) fit();
+    root.dataset.frames = String(Number(root.dataset.frames) + 1);
+    const now = performance.now();
+    drawnTimes.push(now);
+    root.dataset.drawMs = (now - t0).toFixed(2);
+    if (inFlight) root.dataset.rttMs = (now - sentAt).toFixed(1);
+  }
+  function syncBar() {
+    cmap.style.display = meta && meta.channels === 1 ? "" : "none"; // colormaps apply to one channel
+    srgbLabel.style.display = meta && meta.channels > 1 ? "" : "none";
+    exp.value = model.get("exposure");
+    expVal.textContent = Number(model.get("exposure")).toFixed(1);
+    cmap.value = model.get("colormap");
+    srgb.checked = model.get("srgb");
+  }
+
+  // ---- pixel picking, zoom, pan
+  function toImage(ev) {
+    const r = canvas.getBoundingClientRect();
+    const cx = (ev.clientX - r.left) * (canvas.width / r.width);
+    const cy = (ev.clientY - r.top) * (canvas.height / r.height);
+    return { cx, cy, x: (cx - view.x) / view.s, y: (cy - view.y) / view.s };
+  }
+  function showHover(ev) {
+    if (!meta) return;
+    const p = toImage(ev);
+    const x = Math.floor(p.x), y = Math.floor(p.y);
+    if (x < 0 || y < 0 || x >= meta.width || y >= meta.height) { hover.textContent = "\u00a0"; return; }
+    const c = meta.channels, i = (y * meta.width + x) * c;
+    const vals = Array.from(raw.subarray(i, i + c), fmt);
+    hover.textContent = `(${x}, ${y}) = ${c === 1 ? vals[0] : "(" + vals.join(", ") + ")"}`;
+  }
+  canvas.addEventListener("wheel", (ev) => {
+    ev.preventDefault();
+    const p = toImage(ev);
+    const f = Math.pow(1.0015, -ev.deltaY);
+    const s = Math.min(256, Math.max(0.02, view.s * f));
+    view = { s, x: p.cx - p.x * s, y: p.cy - p.y * s };
+    fitted = true;
+    draw();
+  }, { passive: false });
+
+  const mouseCtl = (model.get("_controls") || []).find((c) => c.kind === "mouse");
+  let drag = null, mouse = [0, 0, 0, 0];
+  canvas.addEventListener("pointerdown", (ev) => {
+    canvas.setPointerCapture(ev.pointerId);
+    if (mouseCtl && !ev.shiftKey && ev.button === 0) {
+      const p = toImage(ev);
+      mouse = [p.x, p.y, p.x, p.y];
+      drag = { mode: "mouse" };
+      want({ [mouseCtl.name]: mouse.slice() });
+      return;
+    }
+    drag = { mode: "pan", cx: ev.clientX, cy: ev.clientY, vx: view.x, vy: view.y };
+  });
+  canvas.addEventListener("pointermove", (ev) => {
+    showHover(ev);
+    if (!drag) return;
+    if (drag.mode === "mouse") {
+      const p = toImage(ev);
+      mouse = [p.x, p.y, Math.abs(mouse[2]), -Math.abs(mouse[3])];
+      want({ [mouseCtl.name]: mouse.slice() });
+      return;
+    }
+    const r = canvas.getBoundingClientRect(), k = canvas.width / r.width;
+    view.x = drag.vx + (ev.clientX - drag.cx) * k;
+    view.y = drag.vy + (ev.clientY - drag.cy) * k;
+    draw();
+  });
+  const endDrag = () => {
+    if (drag && drag.mode === "mouse") {
+      mouse = [mouse[0], mouse[1], -Math.abs(mouse[2]), -Math.abs(mouse[3])];
+      want({ [mouseCtl.name]: mouse.slice() });
+    }
+    drag = null;
+  };
+  canvas.addEventListener("pointerup", endDrag);
+  canvas.addEventListener("pointercancel", endDrag);
+  canvas.addEventListener("pointerleave", () => { if (!drag) hover.textContent = "\u00a0"; });
+  fitBtn.addEventListener("click", fit);
+
+  // ---- tone-mapping controls (synced back so the PNG fallback matches)
+  exp.addEventListener("input", () => { model.set("exposure", Number(exp.value)); model.save_changes(); });
+  cmap.addEventListener("change", () => { model.set("colormap", cmap.value); model.save_changes(); });
+  srgb.addEventListener("change", () => { model.set("srgb", srgb.checked); model.save_changes(); });
+
+  // ---- live controls + frame loop with acknowledgement-based flow control
+  const specs = model.get("_controls") || [];
+  const timeCtl = specs.find((c) => c.kind === "time");
+  const frameCtl = specs.find((c) => c.kind === "frame");
+  let inFlight = false, sentAt = 0, pending = {}, hasPending = false;
+  let playing = false, timeMs = 0, playStart = 0, frameId = 0;
+  const drawnTimes = [];
+
+  function want(values) { Object.assign(pending, values); hasPending = true; pump(); }
+  function pump() {
+    if (inFlight && performance.now() - sentAt < 10000) return; // stale after 10 s (kernel restart)
+    if (!hasPending && !playing) return;
+    const values = pending;
+    if (playing) {
+      timeMs = performance.now() - playStart;
+      if (timeCtl) values[timeCtl.name] = timeMs;
+      if (frameCtl) values[frameCtl.name] = frameId++;
+    }
+    pending = {}; hasPending = false;
+    inFlight = true; sentAt = performance.now();
+    model.send({ type: "frame", values });
+  }
+  function ack() {
+    // the frame is drawn: ask for the next one now, but not faster than ~60 Hz
+    inFlight = false;
+    const wait = playing ? 1000 / 60 - (performance.now() - sentAt) : 0;
+    if (wait > 1) setTimeout(pump, wait); else pump();
+  }
+  for (const spec of specs) {
+    const row = el("label", "sk-ctl sk-ctl-" + spec.kind, ctrlBox);
+    row.dataset.name = spec.name;
+    if (spec.kind === "slider") {
+      el("span", "sk-ctl-name", row, spec.name + " ");
+      const inp = el("input", "", row);
+      Object.assign(inp, { type: "range", min: spec.min, max: spec.max, step: spec.step });
+      inp.value = spec.value;
+      const val = el("span", "sk-img-val", row, fmt(Number(spec.value)));
+      inp.addEventListener("input", () => { val.textContent = fmt(Number(inp.value)); want({ [spec.name]: Number(inp.value) }); });
+    } else if (spec.kind === "color") {
+      el("span", "sk-ctl-name", row, spec.name + " ");
+      const inp = el("input", "", row);
+      inp.type = "color";
+      inp.value = rgbToHex(spec.value);
+      inp.addEventListener("input", () => want({ [spec.name]: hexToRgb(inp.value) }));
+    } else if (spec.kind === "time") {
+      const btn = el("button", "sk-play", row, "\u25b6 play");
+      const lbl = el("span", "sk-img-val", row, "t = 0 ms");
+      const setPlaying = (on) => {
+        playing = on;
+        btn.textContent = on ? "\u23f8 pause" : "\u25b6 play";
+        if (on) { playStart = performance.now() - timeMs; pump(); }
+      };
+      btn.addEventListener("click", () => setPlaying(!playing));
+      const tick = setInterval(() => {
+        if (!root.isConnected) { clearInterval(tick); playing = false; return; }
+        lbl.textContent = `t = ${timeMs.toFixed(0)} ms`;
+        const now = performance.now();
+        while (drawnTimes.length && drawnTimes[0] < now - 1000) drawnTimes.shift();
+        fpsLbl.textContent = playing ? `  ${drawnTimes.length} fps` : "";
+      }, 250);
+      if (spec.playing) setPlaying(true);
+    }
+  }
+
+  function onFrame() { loadFrame(); syncBar(); errBox.textContent = ""; ack(); }
+  function onCustom(msg) {
+    if (msg && msg.type === "error") {
+      errBox.textContent = msg.message;
+      playing = false;
+      ack();
+    }
+  }
+  function onTone() { syncBar(); retone(); }
+  model.on("change:_frame_meta", onFrame);
+  model.on("msg:custom", onCustom);
+  for (const k of ["exposure", "colormap", "srgb", "range"]) model.on("change:" + k, onTone);
+  loadFrame();
+  syncBar();
+  return () => {
+    playing = false;
+    model.off("change:_frame_meta", onFrame);
+    model.off("msg:custom", onCustom);
+    for (const k of ["exposure", "colormap", "srgb", "range"]) model.off("change:" + k, onTone);
+  };
+}
+
+export default { render };

@@ -1,0 +1,160 @@
+"""ImageView and LiveImage: float/uint8 images with exposure, colormaps, zoom/pan and pixel inspection.
+
+Frames travel as raw binary (uint8 stays uint8, floats become float32, channel count kept) and are
+tone-mapped in the browser: exposure/colormap changes need no kernel round trip (they work while the
+kernel is busy), and hovering shows the exact raw values. The numpy twin of that arithmetic
+(:func:`._encode.tonemap`) renders the PNG fallback for static viewers.
+"""
+
+from __future__ import annotations
+
+import logging
+import pathlib
+import time
+from typing import Any, Callable, Mapping
+
+import anywidget
+import numpy as np
+import traitlets as t
+
+from ._encode import COLORMAPS, colormap_lut, png_preview, tonemap
+from ._wire import FrameError, FrameMeta
+from .controls import Control, validate_values
+
+__all__ = ["ImageView", "LiveImage"]
+
+log = logging.getLogger("slang_kernel.widgets")
+_HERE = pathlib.Path(__file__).parent
+
+
+def _frame_payload(img: np.ndarray, seq: int) -> tuple[bytes, FrameMeta]:
+    """Binary frame + header for an (H, W) / (H, W, 1..4) float or uint8 array."""
+    a = np.asarray(img)
+    if a.ndim == 2:
+        a = a[:, :, None]
+    if a.ndim != 3 or not 1 <= a.shape[2] <= 4 or a.shape[0] < 1 or a.shape[1] < 1:
+        raise ValueError(f"image must be (H, W) or (H, W, 1..4), got shape {np.shape(img)}")
+    if a.dtype == np.uint8:
+        data, dtype = np.ascontiguousarray(a), "u1"
+    elif a.dtype.kind in "fiub":
+        data, dtype = np.ascontiguousarray(a, dtype="<f4"), "f4"
+    else:
+        raise TypeError(f"unsupported image dtype {a.dtype}")
+    lo, hi = 0.0, 1.0
+    if dtype == "f4" and a.shape[2] == 1:
+        finite = data[np.isfinite(data)]
+        if finite.size:
+            lo, hi = float(finite.min()), float(finite.max())
+            hi = hi if hi > lo else lo + 1.0
+    meta: FrameMeta = {"width": a.shape[1], "height": a.shape[0], "channels": a.shape[2],
+                       "dtype": dtype, "seq": seq, "lo": lo, "hi": hi}  # type: ignore[typeddict-item]
+    return data.tobytes(), meta
+
+
+class ImageView(anywidget.AnyWidget):
+    """Show an image; ``update(img)`` replaces it. Wheel zooms, drag pans, hover shows raw values."""
+
+    _esm = _HERE / "image_view.js"
+    _css = _HERE / "image_view.css"
+
+    _frame = t.Bytes(b"").tag(sync=True)
+    _frame_meta = t.Dict().tag(sync=True)
+    _luts = t.Dict().tag(sync=True)
+    exposure = t.Float(0.0).tag(sync=True)
+    colormap = t.Enum(COLORMAPS, default_value="viridis").tag(sync=True)
+    srgb = t.Bool(False).tag(sync=True)
+    range = t.List(t.Float(), default_value=[], help="[lo, hi] for the colormap; [] = auto").tag(sync=True)
+    display_size = t.List(t.Int(), default_value=[512, 512]).tag(sync=True)
+    _controls = t.List(t.Dict()).tag(sync=True)
+
+    def __init__(self, image: np.ndarray | None = None, *, exposure: float = 0.0, colormap: str = "viridis",
+                 srgb: bool = False, size: tuple[int, int] = (512, 512), **kwargs: Any) -> None:
+        luts = {name: colormap_lut(name) for name in COLORMAPS}
+        super().__init__(exposure=exposure, colormap=colormap, srgb=srgb, display_size=list(size),
+                         _luts=luts, **kwargs)
+        self._image: np.ndarray | None = None
+        self._seq = 0
+        if image is not None:
+            self.update(image)
+
+    @property
+    def image(self) -> np.ndarray | None:
+        """The last image shown (as given)."""
+        return self._image
+
+    def update(self, image: np.ndarray) -> None:
+        """Show a new image (one binary state message carrying frame and header)."""
+        self._seq += 1
+        data, meta = _frame_payload(image, self._seq)
+        self._image = np.asarray(image)
+        with self.hold_sync():
+            self._frame = data
+            self._frame_meta = dict(meta)
+
+    def to_rgba(self) -> np.ndarray:
+        """The current image tone-mapped as the browser shows it, (H, W, 4) uint8."""
+        if self._image is None:
+            return np.zeros((1, 1, 4), np.uint8)
+        meta = self._frame_meta
+        lo, hi = (self.range if len(self.range) == 2 else (meta.get("lo", 0.0), meta.get("hi", 1.0)))
+        if np.asarray(self._image).dtype == np.uint8:
+            lo, hi = 0.0, 1.0
+        return tonemap(self._image, self.exposure, self.colormap, lo, hi, self.srgb)
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        bundle = super()._repr_mimebundle_(**kwargs)
+        if bundle is None:
+            return None
+        data, meta = bundle
+        if self._image is not None:
+            data["image/png"] = png_preview(self.to_rgba())
+        return data, meta
+
+
+class LiveImage(ImageView):
+    """An image re-rendered by ``render(values)`` whenever a control changes or time advances.
+
+    ``controls`` maps names to :class:`~.controls.Control` objects; ``values`` holds the validated
+    current values. With a ``Time`` control, play/pause runs a frame loop driven by the browser: it
+    asks for frame n+1 only after drawing frame n, so frames never queue up.
+    """
+
+    def __init__(self, render: Callable[[dict[str, Any]], np.ndarray],
+                 controls: Mapping[str, Control] | None = None, *, size: tuple[int, int] = (512, 512),
+                 **kwargs: Any) -> None:
+        super().__init__(size=size, **kwargs)
+        self.render = render
+        self.controls: dict[str, Control] = dict(controls or {})
+        self.values: dict[str, Any] = {k: c.default for k, c in self.controls.items()}
+        self.render_ms: float = 0.0
+        self.frames_rendered = 0
+        self._controls = [c.spec(k) for k, c in self.controls.items()]
+        self.on_msg(self._on_msg)
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Call ``render`` with the current values and stream the frame."""
+        t0 = time.perf_counter()
+        img = self.render(dict(self.values))
+        self.render_ms = (time.perf_counter() - t0) * 1e3
+        self.frames_rendered += 1
+        self.update(img)
+
+    def set_values(self, incoming: object) -> dict[str, Any]:
+        """Validate ``incoming`` against the controls, merge what is valid, return it."""
+        clean = validate_values(self.controls, incoming)
+        self.values.update(clean)
+        return clean
+
+    def _on_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if not isinstance(content, dict) or content.get("type") != "frame":
+            log.warning("LiveImage: ignored message of type %r",
+                        content.get("type") if isinstance(content, dict) else type(content).__name__)
+            return
+        self.set_values(content.get("values", {}))
+        try:
+            self.refresh()
+        except Exception as exc:  # noqa: BLE001 - the browser must get an answer or its loop stalls
+            log.exception("LiveImage render failed")
+            err: FrameError = {"type": "error", "message": f"{type(exc).__name__}: {exc}"}
+            self.send(err)
