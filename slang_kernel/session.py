@@ -315,12 +315,16 @@ class Session:
         self, what: str, module: str, source: str, entries: Sequence[str], target: str,
         deps: Sequence[Cell], *, line_offset: int = 1,
     ) -> dict[str, CompiledKernel]:
-        """Compile entry points of `source` (a fresh compiler request); results are cached."""
+        """Compile entry points of `source` (a fresh compiler request); results are cached.
+
+        With no entries, the whole module is generated (e.g. [CUDAKernel] functions), under "".
+        """
+        names = list(entries) or [""]
         opts = (*self.options, *self.backend.compile_options(target))
         key = digest("compile", self.fingerprint, target, module, source, *entries, *opts,
                      *sorted(f"{k}={v}" for k, v in self.defines.items()), *(d.digest for d in deps))
-        if all(f"{key}/{e}" in self._compiled for e in entries):
-            return {e: self._compiled[f"{key}/{e}"] for e in entries}
+        if all(f"{key}/{e}" in self._compiled for e in names):
+            return {e: self._compiled[f"{key}/{e}"] for e in names}
         hit = self.cache.get("kernels", key)
         try:
             reply = pickle.loads(hit) if hit is not None else None
@@ -342,10 +346,10 @@ class Session:
             if target == "cpp" and any(d.code == "E36107" for d in diags):
                 hint = (" Slang's CPU target has no group barriers, atomics or wave operations (the notes "
                         "below name the construct): run this kernel with backend='vulkan' or 'cuda'.")
-            raise SlangCompileError(f"{', '.join(entries)} did not compile for target {target}.{hint}",
+            raise SlangCompileError(f"{', '.join(entries) or what} did not compile for target {target}.{hint}",
                                     diags, sources)
         out = {}
-        for e in entries:
+        for e in names:
             ck = CompiledKernel(f"{key}/{e}", e, target, reply["code"][e], reply["reflection"], what, tuple(diags),
                                 module, source, tuple(d.name for d in deps))
             self._compiled[ck.key] = ck

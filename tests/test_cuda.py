@@ -74,3 +74,47 @@ def test_functions_fwd_bwd_on_cuda(cuda: sk.Session) -> None:
     np.testing.assert_allclose(f.bwd(x), 3 * x**2, rtol=1e-5, atol=1e-6)
     _, d = f.fwd((x, np.ones_like(x)))
     np.testing.assert_allclose(d, 3 * x**2, rtol=1e-5, atol=1e-6)
+
+
+SQUARE = """
+[AutoPyBindCUDA]
+[CUDAKernel]
+[Differentiable]
+void square(DiffTensorView input, DiffTensorView output)
+{
+    uint3 dispatchIdx = cudaThreadIdx() + cudaBlockIdx() * cudaBlockDim();
+    if (dispatchIdx.x >= input.size(0))
+        return;
+    output[dispatchIdx.x] = input[dispatchIdx.x] * input[dispatchIdx.x];
+}
+"""
+
+
+def test_slangtorch_guide_square_line_for_line() -> None:
+    """The seed's slangtorch example, with `slangtorch` replaced by `slang_kernel.slangtorch`."""
+    torch = pytest.importorskip("torch")
+    from slang_kernel import slangtorch
+
+    try:
+        m = slangtorch.loadModule(SQUARE)
+    except sk.BackendUnavailable as exc:
+        pytest.skip(f"cuda backend unavailable here: {exc}")
+    input = torch.tensor((0, 1, 2, 3, 4, 5), dtype=torch.float).cuda()
+    output = torch.zeros_like(input).cuda()
+    m.square(input=input, output=output).launchRaw(blockSize=(6, 1, 1), gridSize=(1, 1, 1))
+    torch.cuda.synchronize()
+    assert torch.allclose(output, input * input)
+
+    input_grad = torch.zeros_like(input).cuda()
+    output = torch.zeros_like(input)
+    output_grad = torch.ones_like(output)
+    m.square.bwd(input=(input, input_grad), output=(output, output_grad)).launchRaw(
+        blockSize=(6, 1, 1), gridSize=(1, 1, 1))
+    torch.cuda.synchronize()
+    assert torch.allclose(input_grad, 2 * input)
+
+    dx = torch.ones_like(input)
+    out, dout = torch.zeros_like(input), torch.zeros_like(input)
+    m.square.fwd(input=(input, dx), output=(out, dout)).launchRaw(blockSize=(6, 1, 1), gridSize=(1, 1, 1))
+    torch.cuda.synchronize()
+    assert torch.allclose(dout, 2 * input) and torch.allclose(out, input * input)

@@ -144,6 +144,8 @@ class Worker:
         try:
             tu = self._add_source(req, msg)
             ti = L.spAddCodeGenTarget(req, TARGETS[target])
+            if not msg["entry_points"]:
+                L.spSetTargetFlags(req, ti, 1 << 8)  # whole program: emit every kernel of the module
             if msg.get("profile"):
                 L.spSetTargetProfile(req, ti, L.spFindProfile(self.g, msg["profile"].encode()))
             eps = [L.spAddEntryPoint(req, tu, name.encode(), STAGE_COMPUTE) for name in msg["entry_points"]]
