@@ -117,7 +117,7 @@ class SlangTorchModule:
         self._handles: dict[str, KernelHandle] = {}
         for k in kernels:
             head = source[: source.find(f"void {k}")]
-            attrs = head[head.rfind("[CUDAKernel]"):] if "[CUDAKernel]" in head else ""
+            attrs = head[max(head.rfind("}"), head.rfind(";")) + 1:]  # the attributes before the kernel
             diff = bool(_DIFF.search(attrs))
             self._handles[k] = KernelHandle(self, k, infos[k], diff)
             if diff and "AutoPyBindCUDA" not in attrs:
