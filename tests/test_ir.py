@@ -15,6 +15,9 @@ from slang_kernel.compiler.diagnostics import SlangCompilerCrash
 from slang_kernel.ir import classify_autodiff, decode_name, parse_ir, split_dump, to_graph
 
 FUZZ_CHARS = "%[](){}:;=,@\"\\ \t\nletblockparamfunc_x5F0123"
+# The seeds' code samples that compile, extracted once from ../shared/seeds (which CI's clean clone
+# does not have) by extract_seed_samples() below.
+SEED_SAMPLES = os.path.join(os.path.dirname(__file__), "data", "seed_samples")
 SEEDS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "seeds")
 KERNEL = """
 [shader("compute")][numthreads(64,1,1)]
@@ -150,7 +153,13 @@ def test_source_locations_with_debug_info(compiler):
     assert not any(n["opcode"].startswith("Debug") for n in to_graph(m, "sumTo", "instruction")["nodes"])
 
 
+def seed_samples() -> list[tuple[str, str]]:
+    return [(os.path.basename(p), open(p, encoding="utf-8").read())
+            for p in sorted(glob.glob(os.path.join(SEED_SAMPLES, "*.slang")))]
+
+
 def seed_blocks() -> list[tuple[str, str]]:
+    """Fenced code blocks of the seed documents (used to refresh tests/data/seed_samples)."""
     out = []
     for path in sorted(glob.glob(os.path.join(SEEDS, "*.txt"))):
         text = open(path, encoding="utf-8").read()
@@ -164,7 +173,7 @@ def seed_blocks() -> list[tuple[str, str]]:
 @pytest.fixture(scope="module")
 def seed_irs(compiler):
     out = {}
-    for where, src in seed_blocks():
+    for where, src in seed_samples():
         try:
             r = compiler.call("disassemble", what=where, module="cell_1", path="cell[1]", source=src, deps=[])
         except SlangCompilerCrash:
@@ -175,7 +184,7 @@ def seed_irs(compiler):
 
 
 def test_seed_corpus(seed_irs):
-    assert len(seed_irs) >= 40
+    assert len(seed_samples()) >= 50 and len(seed_irs) == len(seed_samples())
     for where, ir in seed_irs.items():
         m = parse_ir(ir)
         assert not m.errors, (where, m.errors[:3])
