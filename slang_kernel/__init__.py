@@ -13,7 +13,7 @@ from typing import Any
 from .backends import BackendUnavailable
 from .backends._packing import ParameterError
 from .compiler.diagnostics import Diagnostic, SlangCompileError, SlangCompilerCrash
-from .kernels import BoundsError, ComputeKernel
+from .kernels import BoundsError, ComputeKernel, KernelCrash, KernelInterrupted, KernelTimeout
 from .session import CellResult, CompiledKernel, Session
 
 __all__ = [
@@ -23,6 +23,9 @@ __all__ = [
     "CompiledKernel",
     "ComputeKernel",
     "Diagnostic",
+    "KernelCrash",
+    "KernelInterrupted",
+    "KernelTimeout",
     "ParameterError",
     "Session",
     "SlangCompileError",

@@ -76,6 +76,11 @@ class DiskCache:
             )
             return False
 
+    @property
+    def writable(self) -> bool:
+        """Entries go to disk (False: a read-only or unusable cache directory; memory only)."""
+        return self._writable
+
     def path(self, kind: str, key: str, suffix: str = "") -> Path:
         return self.root / kind / key[:2] / f"{key}{suffix}"
 

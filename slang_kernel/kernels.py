@@ -10,17 +10,45 @@ from .compiler.reflection import EntryPointInfo, ParamInfo
 if TYPE_CHECKING:
     from .session import CompiledKernel, Session
 
-__all__ = ["BoundsError", "ComputeKernel", "check_parameters", "groups_for"]
+__all__ = ["BoundsError", "ComputeKernel", "KernelCrash", "KernelInterrupted", "KernelTimeout", "check_parameters",
+           "groups_for"]
 
 
 class BoundsError(IndexError):
     """A checked kernel indexed a buffer out of range (Session(checked=True))."""
 
-    def __init__(self, kernel: str, count: int, index: int, size: int) -> None:
+    def __init__(self, kernel: str, count: int, index: int, size: int, buffer: str | None = None) -> None:
+        what = f"`{buffer}`" if buffer and not buffer.startswith("a ") else (buffer or "a buffer")
         super().__init__(
-            f"{kernel}: {count} out-of-range buffer access(es); the first read or wrote index {index} "
-            f"of a buffer with {size} elements (out-of-range writes were dropped, reads gave 0).")
-        self.kernel, self.count, self.index, self.size = kernel, count, index, size
+            f"{kernel}: {count} out-of-range access(es); the first read or wrote index {index} of {what} "
+            f"({size} elements). Out-of-range writes were dropped and reads gave 0; in-range results were "
+            "written back.")
+        self.kernel, self.count, self.index, self.size, self.buffer = kernel, count, index, size, buffer
+
+
+class KernelCrash(RuntimeError):
+    """A CPU kernel crashed its worker process (SIGSEGV, SIGABRT, stack overflow); the worker was
+    restarted and the session is intact."""
+
+    def __init__(self, message: str, kernel: str = "", signal: str = "") -> None:
+        super().__init__(message)
+        self.kernel, self.signal = kernel, signal
+
+
+class KernelTimeout(TimeoutError):
+    """A kernel ran past Session(timeout=...); it was stopped (the CPU worker restarted)."""
+
+    def __init__(self, message: str, kernel: str = "", elapsed: float = 0.0) -> None:
+        super().__init__(message)
+        self.kernel, self.elapsed = kernel, elapsed
+
+
+class KernelInterrupted(KeyboardInterrupt):
+    """Ctrl-C / the notebook's stop button during a dispatch; the CPU worker was restarted."""
+
+    def __init__(self, message: str, kernel: str = "", elapsed: float = 0.0) -> None:
+        super().__init__(message)
+        self.kernel, self.elapsed = kernel, elapsed
 
 
 def _triple(v: int | Sequence[int], what: str) -> tuple[int, int, int]:

@@ -10,22 +10,29 @@ import ctypes
 import dataclasses
 import functools
 import os
+import pickle
 import re
+import select
 import shutil
+import signal
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
 import threading
+import time
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import numpy as np
 
 from ..cache import digest
 from ..compiler.reflection import TypeInfo
-from . import BackendUnavailable
-from ._packing import Packer, ParameterError, StructPlan, buffer_array
+from . import BackendUnavailable, _shm
+from ._packing import Packer, ParameterError, StructPlan, buffer_array, fast_encoder
 
 if TYPE_CHECKING:
     from ..session import CompiledKernel, Session
@@ -57,7 +64,17 @@ class _Varying(ctypes.Structure):
 
 
 
+STAGING_KEEP = 256 << 20  # a staging segment larger than this is given back after the dispatch
+WORKER = Path(__file__).with_name("_cpu_worker.py")
+
+
 class CpuBackend:
+    """Kernels run in a worker process by default (Session(isolate=True)): a crash, an endless loop
+    or Ctrl-C costs one cell's error, never the notebook. Buffers reach the worker through shared
+    memory: arrays from `empty`/`zeros`/`shared` are used in place; other numpy arrays are copied
+    into a reused shared staging segment and the written ones copied back after a successful run.
+    Session(isolate=False) runs kernels in this process (lower overhead, no protection)."""
+
     name = "cpu"
     target = "cpp"
 
@@ -66,20 +83,55 @@ class CpuBackend:
         if not self.cxx:
             raise BackendUnavailable("no C++ compiler found: install g++ (Debian: apt-get install g++)")
         self.session = session
-        self.checked = False
+        self.checked = bool(getattr(session, "checked", False))
+        self.isolate = bool(getattr(session, "isolate", True))
+        self.timeout: float | None = getattr(session, "timeout", None)
         self.workers = max(1, session.threads or os.cpu_count() or 1)
         self._pool: ThreadPoolExecutor | None = None
         self._libs: dict[str, tuple[ctypes.CDLL, Any]] = {}
         self._loaded: dict[tuple[str, bool], _Loaded] = {}
         self._lock = threading.Lock()
+        self._run_lock = threading.Lock()
+        self._tls = threading.local()
         self._version = subprocess.run([self.cxx, "-dumpfullversion"], capture_output=True, text=True).stdout.strip()
         self._prelude = PRELUDE.read_text()
+        self._staging: _shm.Segment | None = None
+        self._proc: _WorkerProcess | None = _WorkerProcess() if self.isolate else None
+        if self._proc is not None:
+            self._proc.start()  # in the background: ~30 ms until it serves
 
     def describe(self) -> str:
-        return f"g++ {self._version}, {self.workers} threads"
+        where = "isolated worker process" if self.isolate else "in-process"
+        return f"g++ {self._version}, {self.workers} threads, {where}" + (", bounds-checked" if self.checked else "")
 
     def compile_options(self, target: str) -> tuple[str, ...]:
         return ()
+
+    @property
+    def worker_pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def restarts(self) -> int:
+        return self._proc.restarts if self._proc is not None else 0
+
+    # -- shared buffers ---------------------------------------------------------------------------
+
+    def empty(self, shape: Any, dtype: Any = np.float32) -> np.ndarray:
+        """An array in shared memory: kernels read and write it in place (no copy to the worker)."""
+        dt = np.dtype(dtype)
+        n = int(np.prod((shape,) if isinstance(shape, (int, np.integer)) else shape, dtype=np.int64)) * dt.itemsize
+        return _shm.Segment(max(n, 1)).array(shape, dt)
+
+    def zeros(self, shape: Any, dtype: Any = np.float32) -> np.ndarray:
+        return self.empty(shape, dtype)  # a fresh memfd reads as zeros
+
+    def shared(self, a: Any, dtype: Any = None) -> np.ndarray:
+        """A shared-memory copy of `a` (use it for buffers you pass to many dispatches)."""
+        src = np.asarray(a, dtype=dtype)
+        out = self.empty(src.shape, src.dtype)
+        out[...] = src
+        return out
 
     # -- build ------------------------------------------------------------------------------------
 
@@ -87,18 +139,33 @@ class CpuBackend:
         return (*CXXFLAGS, "-include", str(PRELUDE), *(("-DSK_CHECKED",) if self.checked else ()))
 
     def load(self, kernel: "CompiledKernel") -> "_Loaded":
-        loaded = self._loaded.get((kernel.key, self.checked))
+        checked = self.checked
+        loaded = self._loaded.get((kernel.key, checked))
         if loaded is None:
-            lib, fn = self._load(kernel)
+            path = self._build_cached(kernel)
             ep = kernel.entry_point
-            pointer = _array_pointer
-            loaded = _Loaded(lib, fn, "printf" in _body(kernel.code),
-                             StructPlan(ep.uniforms, ep.params_size, np.ndarray, pointer),
-                             StructPlan(kernel.reflection.globals, kernel.reflection.globals_size, np.ndarray, pointer))
-            self._loaded[(kernel.key, self.checked)] = loaded
+            loaded = _Loaded(str(path), kernel.entry, "printf" in _body(kernel.code),
+                             self._plan(ep.uniforms, ep.params_size),
+                             self._plan(kernel.reflection.globals, kernel.reflection.globals_size))
+            self._loaded[(kernel.key, checked)] = loaded
         return loaded
 
-    def _load(self, kernel: "CompiledKernel") -> tuple[ctypes.CDLL, Any]:
+    def _plan(self, fields: Any, size: int) -> StructPlan:
+        plan = StructPlan(fields, size, np.ndarray, _array_pointer)
+        # Per-field pointers: the dispatch context knows where each buffer lives (in this process,
+        # or staged/shared for the worker) and which parameter it is (for bounds reports).
+        plan.fields = [(f, fast_encoder(f.type, np.ndarray, self._pointer_for(f.name, f.type.writable))
+                        if fast is not None else None) for f, fast in plan.fields]
+        return plan
+
+    def _pointer_for(self, name: str, writable: bool) -> Callable[[np.ndarray], int]:
+        tls = self._tls
+
+        def pointer(a: np.ndarray) -> int:
+            return tls.ctx.pointer(a, name, writable)
+        return pointer
+
+    def _build_cached(self, kernel: "CompiledKernel") -> Path:
         for pattern, what in _UNSUPPORTED:
             m = pattern.search(_body(kernel.code))
             if m:
@@ -107,18 +174,28 @@ class CpuBackend:
                     "Run it on a GPU backend (Session(backend='vulkan') or 'cuda'), or restructure the kernel.")
         key = digest("cpu-so", self._version, _cpu_identity(), kernel.code, *self._flags(), self._prelude)
         with self._lock:
-            hit = self._libs.get(key)
+            path = self.session.cache.path("cpu", key, ".so")
+            if not self.session.cache.writable:  # read-only cache: build into the private scratch folder
+                path = self.session.cache.scratch_dir() / f"{key}.so"
+            if not _looks_like_so(path):
+                self._build(kernel, path)
+        return path
+
+    def _load(self, loaded: "_Loaded") -> Any:
+        """dlopen in this process (the in-process path only)."""
+        with self._lock:
+            hit = self._libs.get(loaded.path)
             if hit is None:
-                path = self.session.cache.path("cpu", key, ".so")
-                if not path.exists():
-                    self._build(kernel, path)
-                lib = ctypes.CDLL(str(path))
-                fn = getattr(lib, kernel.entry)
+                lib = ctypes.CDLL(loaded.path)
+                hit = self._libs[loaded.path] = (lib, {})
+            fns = hit[1]
+            fn = fns.get(loaded.entry)
+            if fn is None:
+                fn = getattr(hit[0], loaded.entry)
                 fn.argtypes = [ctypes.POINTER(_Varying), ctypes.c_void_p, ctypes.c_void_p]
                 fn.restype = None
-                hit = (lib, fn)
-                self._libs[key] = hit
-        return hit
+                fns[loaded.entry] = fn
+        return hit[0], fn
 
     def _build(self, kernel: "CompiledKernel", path: Path) -> None:
         scratch = self.session.cache.scratch_dir()
@@ -142,29 +219,50 @@ class CpuBackend:
     # -- dispatch ---------------------------------------------------------------------------------
 
     def _bind(self, name: str, t: TypeInfo, value: Any, packer: Packer) -> bytes:
+        ctx: _Context = self._tls.ctx
         if t.kind == "constant_buffer" and t.element is not None:
             inner = packer.encode(t.element, value, name)
-            block = ctypes.create_string_buffer(inner, max(len(inner), 1))
-            packer.keepalive.append(block)
-            return ctypes.addressof(block).to_bytes(8, sys.byteorder)
+            return ctx.place(inner, name, packer).to_bytes(8, sys.byteorder)
         if t.is_buffer:
             arr, count = buffer_array(value, name, t)
             packer.keepalive.append(arr)
-            return arr.ctypes.data.to_bytes(8, sys.byteorder) + count.to_bytes(8, sys.byteorder)
+            return ctx.pointer(arr, name, bool(t.writable)).to_bytes(8, sys.byteorder) + count.to_bytes(8, sys.byteorder)
         raise ParameterError(
             f"parameter `{name}` is {t.name}: the CPU backend has no {t.shape or t.kind}; "
             "textures and samplers need Session(backend='vulkan') or 'cuda'.")
 
+    def _pack(self, loaded: "_Loaded", values: Mapping[str, Any], ctx: "_Context") -> tuple[Packer, bytearray, bytearray]:
+        self._tls.ctx = ctx
+        try:
+            packer = Packer(self._bind)
+            return packer, loaded.params.pack(values, packer), loaded.globals.pack(values, packer)
+        finally:
+            self._tls.ctx = None
+
     def pack(self, kernel: "CompiledKernel", values: Mapping[str, Any]) -> tuple[Packer, bytearray, bytearray]:
-        loaded = self.load(kernel)
-        packer = Packer(self._bind)
-        return packer, loaded.entry.pack(values, packer), loaded.globals.pack(values, packer)
+        """The parameter bytes of a dispatch, with this process's pointers (for inspection)."""
+        return self._pack(self.load(kernel), values, _Context(None, None))
 
     def dispatch(self, kernel: "CompiledKernel", groups: tuple[int, int, int], values: Mapping[str, Any]) -> None:
         loaded = self.load(kernel)
-        lib, fn = loaded.lib, loaded.fn
-        packer = Packer(self._bind)
-        entry, glob = loaded.entry.pack(values, packer), loaded.globals.pack(values, packer)
+        if self._proc is None:
+            return self._dispatch_here(kernel, loaded, groups, values)
+        with self._run_lock:
+            return self._dispatch_worker(kernel, loaded, groups, values)
+
+    def _dispatch_here(self, kernel: "CompiledKernel", loaded: "_Loaded", groups: tuple[int, int, int],
+                       values: Mapping[str, Any]) -> None:
+        try:
+            lib, fn = self._load(loaded)
+        except OSError:  # a damaged .so in the cache (dlopen refused it): rebuild it once
+            try:
+                os.unlink(loaded.path)
+            except OSError:
+                pass
+            self._build_cached(kernel)
+            lib, fn = self._load(loaded)
+        ctx = _Context(None, None)
+        packer, entry, glob = self._pack(loaded, values, ctx)
         e_buf = (ctypes.c_char * max(1, len(entry))).from_buffer(entry if entry else bytearray(1))
         g_buf = (ctypes.c_char * max(1, len(glob))).from_buffer(glob if glob else bytearray(1))
         slices = self._split(groups)
@@ -181,9 +279,113 @@ class CpuBackend:
                     f.result()
         del packer
         if report is not None and report.count:
-            from ..kernels import BoundsError
+            self._bounds_error(kernel, ctx, (report.count, report.index, report.size, report.data))
 
-            raise BoundsError(kernel.entry, int(report.count), int(report.index), int(report.size))
+    def _bounds_error(self, kernel: "CompiledKernel", ctx: "_Context", report: tuple[int, int, int, int]) -> None:
+        from ..kernels import BoundsError
+
+        count, index, size, data = (int(x) for x in report)
+        buffer = ctx.name_of(data)
+        if buffer is None:
+            buffer = "a local array" if data else None
+        raise BoundsError(kernel.entry, count, index, size, buffer)
+
+    def _dispatch_worker(self, kernel: "CompiledKernel", loaded: "_Loaded", groups: tuple[int, int, int],
+                         values: Mapping[str, Any]) -> None:
+        proc = self._proc
+        assert proc is not None
+        proc.ensure()
+        need = sum(v.nbytes + _shm.ALIGN for v in values.values()
+                   if isinstance(v, np.ndarray) and _shm.segment_of(v) is None)
+        if need and (self._staging is None or self._staging.size < need):
+            self._grow_staging(need)
+        ctx = None
+        try:
+            for _ in range(16):
+                ctx = _Context(proc, self._staging)
+                try:
+                    packer, entry, glob = self._pack(loaded, values, ctx)
+                    break
+                except _NeedStaging as more:
+                    self._grow_staging(more.nbytes)
+            else:  # pragma: no cover
+                raise RuntimeError("could not size the staging buffer")
+        except BaseException:
+            if proc.in_flight:  # interrupted while talking to the worker: the stream is out of step
+                proc.restart()
+            raise
+        assert ctx is not None
+        msg = {"op": "run", "so": loaded.path, "entry": loaded.entry, "slices": self._split(groups),
+               "params": bytes(entry), "globals": bytes(glob), "flush": loaded.printf}
+        t0 = time.perf_counter()
+        try:
+            reply = proc.request(msg, timeout=self.timeout)
+            if reply.get("kind") == "load":  # a damaged .so in the cache: rebuild it once
+                try:
+                    os.unlink(loaded.path)
+                except OSError:
+                    pass
+                self._build_cached(kernel)
+                reply = proc.request(msg, timeout=self.timeout)
+        except BaseException as exc:
+            self._after_failure(kernel, ctx, exc, time.perf_counter() - t0)
+            raise  # _after_failure raises; this is for KeyboardInterrupt outside a request
+        finally:
+            if loaded.printf or not proc.alive():
+                proc.forward_output()
+        if "error" in reply:
+            raise RuntimeError(f"the CPU worker could not run {kernel.entry}: {reply['error']}")
+        ctx.copy_back()
+        del packer
+        if self._staging is not None and self._staging.size > STAGING_KEEP:
+            self._drop_staging()
+        if reply.get("bounds"):
+            self._bounds_error(kernel, ctx, reply["bounds"])
+
+    def _after_failure(self, kernel: "CompiledKernel", ctx: "_Context", exc: BaseException, elapsed: float) -> None:
+        from ..kernels import KernelCrash, KernelInterrupted, KernelTimeout
+
+        proc = self._proc
+        assert proc is not None
+        state = ctx.describe_buffers()
+        if isinstance(exc, (EOFError, ConnectionError, BrokenPipeError)):
+            how = proc.death()
+            proc.restart()
+            raise KernelCrash(
+                f"{kernel.entry} crashed ({how}) after {elapsed:.2f} s; the CPU worker was restarted and every "
+                f"cell, kernel and buffer of the session is still there; {state}. A crash on the CPU usually "
+                "means memory outside a buffer (a pointer, a huge local array or deep recursion overflowing the "
+                "stack); Session(checked=True) reports out-of-range buffer indices.",
+                kernel.entry, how) from None
+        if isinstance(exc, TimeoutError):
+            proc.restart()
+            raise KernelTimeout(
+                f"{kernel.entry} did not finish within {self.timeout:g} s (Session(timeout=...)): it was stopped "
+                f"and the CPU worker restarted; {state}.", kernel.entry, elapsed) from None
+        if isinstance(exc, KeyboardInterrupt):
+            proc.restart()
+            raise KernelInterrupted(
+                f"{kernel.entry} interrupted after {elapsed:.1f} s; the CPU worker was restarted; {state}.",
+                kernel.entry, elapsed) from None
+        proc.restart()  # anything else mid-request: the stream is out of step
+
+    def _grow_staging(self, nbytes: int) -> None:
+        old = self._staging.size if self._staging is not None else 0
+        self._drop_staging()
+        self._staging = _shm.Segment(max(nbytes + (nbytes >> 3), 2 * old, 1 << 20), "slang-kernel-staging")
+
+    def _drop_staging(self) -> None:
+        seg, self._staging = self._staging, None
+        if seg is not None:
+            if self._proc is not None:
+                self._proc.forget(seg.id)
+            seg.close()
+
+    def reset(self) -> None:
+        """Restart the worker process (kills a running kernel); compiled kernels stay cached."""
+        if self._proc is not None:
+            with self._proc.lock:
+                self._proc.restart()
 
     def _split(self, groups: tuple[int, int, int]) -> list[tuple[tuple[int, int, int], tuple[int, int, int]]]:
         axis = max(range(3), key=groups.__getitem__)
@@ -206,14 +408,278 @@ class CpuBackend:
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
+        if self._proc is not None:
+            self._proc.close()
+        self._drop_staging()
+
+
+class _NeedStaging(Exception):
+    def __init__(self, nbytes: int) -> None:
+        self.nbytes = nbytes
+
+
+class _Context:
+    """Where the buffers of one dispatch live. In-process (proc None): the arrays themselves. For the
+    worker: shared arrays in place, others copied into the staging segment (written ones copied back)."""
+
+    def __init__(self, proc: "_WorkerProcess | None", staging: "_shm.Segment | None") -> None:
+        self.proc = proc
+        self.staging = staging
+        self.cursor = 0
+        self.buffers: list[tuple[int, int, str]] = []        # (kernel-side address, nbytes, parameter)
+        self.copies: list[tuple[np.ndarray, int, int]] = []  # (user array, staging offset, nbytes) to copy back
+        self.staged: list[str] = []
+        self.in_place: list[str] = []
+        self._seen: dict[tuple[int, int], int] = {}
+        self._blocks: list[Any] = []
+
+    def pointer(self, a: np.ndarray, name: str, writable: bool) -> int:
+        nbytes = a.nbytes
+        if self.proc is None:
+            addr = a.ctypes.data
+        else:
+            key = (a.ctypes.data, nbytes)
+            addr = self._seen.get(key)
+            if addr is None:
+                seg = _shm.segment_of(a)
+                if seg is not None:
+                    addr = self.proc.addr_of(seg) + (a.ctypes.data - seg.addr)
+                    (self.in_place if writable else []).append(name)
+                else:
+                    off = self._alloc(nbytes)
+                    assert self.staging is not None
+                    if nbytes:
+                        ctypes.memmove(self.staging.addr + off, a.ctypes.data, nbytes)
+                    addr = self.proc.addr_of(self.staging) + off
+                    if writable:
+                        self.copies.append((a, off, nbytes))
+                        self.staged.append(name)
+                self._seen[key] = addr
+        self.buffers.append((addr, nbytes, name))
+        return addr
+
+    def place(self, data: bytes, name: str, packer: Packer) -> int:
+        if self.proc is None:
+            block = ctypes.create_string_buffer(data, max(len(data), 1))
+            packer.keepalive.append(block)
+            return ctypes.addressof(block)
+        off = self._alloc(max(len(data), 1))
+        assert self.staging is not None
+        ctypes.memmove(self.staging.addr + off, data, len(data))
+        return self.proc.addr_of(self.staging) + off
+
+    def _alloc(self, nbytes: int) -> int:
+        off = self.cursor
+        end = off + -(-max(nbytes, 1) // _shm.ALIGN) * _shm.ALIGN
+        if self.staging is None or end > self.staging.size:
+            raise _NeedStaging(self._needed(end))
+        self.cursor = end
+        return off
+
+    def _needed(self, end: int) -> int:
+        return end * 2  # packing restarts with a staging segment at least this big
+
+    def copy_back(self) -> None:
+        assert self.staging is not None or not self.copies
+        for a, off, nbytes in self.copies:
+            if nbytes:
+                ctypes.memmove(a.ctypes.data, self.staging.addr + off, nbytes)  # type: ignore[union-attr]
+
+    def name_of(self, addr: int) -> str | None:
+        for start, nbytes, name in self.buffers:
+            if start <= addr < start + max(nbytes, 1):
+                return name
+        return None
+
+    def describe_buffers(self) -> str:
+        parts = []
+        if self.staged:
+            parts.append(f"{', '.join(f'`{n}`' for n in dict.fromkeys(self.staged))} unchanged (the kernel "
+                         "wrote a copy)")
+        if self.in_place:
+            parts.append(f"shared-memory {', '.join(f'`{n}`' for n in dict.fromkeys(self.in_place))} may be "
+                         "partially written")
+        if not parts:
+            return "no buffer passed to this call was written"
+        return "buffers passed to this call: " + "; ".join(parts)
+
+
+class _WorkerProcess:
+    """The worker process, its socket and which shared segments it has mapped (and where)."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.sock: socket.socket | None = None
+        self.mapped: dict[int, int] = {}     # segment id -> the worker's address for it
+        self.unmap: list[int] = []
+        self.restarts = 0
+        self.in_flight = False
+        self.lock = threading.RLock()
+        self._out = tempfile.TemporaryFile(prefix="slang-cpu-out-")
+        self._out_pos = 0
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    def start(self) -> None:
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-s", str(WORKER), str(child.fileno()), str(os.getpid())],
+                pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, stdout=self._out.fileno(),
+                close_fds=True)
+        finally:
+            child.close()
+        self.sock = parent
+        self.mapped = {}
+        self.unmap = []
+        self.in_flight = False
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def ensure(self) -> None:
+        if not self.alive():  # died while idle (killed from outside, out of memory): start another
+            self.restart()
+
+    def kill(self) -> None:
+        proc, sock, self.proc, self.sock = self.proc, self.sock, None, None
+        if sock is not None:
+            sock.close()
+        if proc is not None:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+
+    def restart(self) -> None:
+        self.kill()
+        self.restarts += 1
+        self.start()
+
+    def death(self) -> str:
+        """Why the worker died (after EOF on its socket): SIGSEGV, SIGABRT, exit status N."""
+        proc = self.proc
+        if proc is None:
+            return "worker gone"
+        try:
+            code = proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            return "no reply"
+        if code < 0:
+            try:
+                return signal.Signals(-code).name
+            except ValueError:
+                return f"signal {-code}"
+        return f"the worker exited with status {code}"
+
+    def close(self) -> None:
+        with self.lock:
+            if self.sock is not None and self.alive():
+                try:
+                    self._send({"op": "exit"})
+                    assert self.proc is not None
+                    self.proc.wait(timeout=2)
+                except Exception:
+                    pass
+            self.kill()
+            self._out.close()
+
+    def forget(self, seg_id: int) -> None:
+        if self.mapped.pop(seg_id, None) is not None:
+            self.unmap.append(seg_id)
+
+    def addr_of(self, seg: "_shm.Segment") -> int:
+        addr = self.mapped.get(seg.id)
+        if addr is None:
+            assert self.sock is not None
+            self._send({"op": "map", "id": seg.id, "size": seg.size})
+            socket.send_fds(self.sock, [b"F"], [seg.fd])
+            reply = self._recv(None)
+            if "error" in reply:
+                raise OSError(f"the CPU worker could not map shared memory: {reply['error']}")
+            addr = self.mapped[seg.id] = reply["addr"]
+            weakref.finalize(seg, self._dead_segment, seg.id)
+        return addr
+
+    def _dead_segment(self, seg_id: int) -> None:
+        self.forget(seg_id)
+
+    def request(self, msg: dict[str, Any], timeout: float | None) -> dict[str, Any]:
+        if self.unmap:
+            ids, self.unmap = self.unmap, []
+            self._send({"op": "unmap", "ids": ids})
+        self._send(msg)
+        return self._recv(None if timeout is None else time.monotonic() + timeout)
+
+    def _send(self, msg: dict[str, Any]) -> None:
+        assert self.sock is not None
+        data = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
+        self.in_flight = True
+        self.sock.sendall(struct.pack("<Q", len(data)) + data)
+        if msg["op"] in ("unmap", "exit"):  # no reply
+            self.in_flight = False
+
+    def _recv(self, deadline: float | None) -> dict[str, Any]:
+        (n,) = struct.unpack("<Q", self._recv_exact(8, deadline))
+        reply = pickle.loads(self._recv_exact(n, deadline))
+        self.in_flight = False
+        return reply
+
+    def _recv_exact(self, n: int, deadline: float | None) -> bytes:
+        sock = self.sock
+        assert sock is not None
+        buf = bytearray()
+        while len(buf) < n:
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([sock], [], [], left)[0]:
+                    raise TimeoutError
+            chunk = sock.recv(n - len(buf))
+            if not chunk:
+                raise EOFError
+            buf += chunk
+        return bytes(buf)
+
+    def forward_output(self) -> None:
+        """Kernel printf output (the worker's stdout is a file we own) goes to sys.stdout."""
+        fd = self._out.fileno()
+        size = os.fstat(fd).st_size
+        if size > self._out_pos:
+            text = os.pread(fd, size - self._out_pos, self._out_pos).decode("utf-8", "replace")
+            self._out_pos = size
+            if text:
+                sys.stdout.write(text)
+                sys.stdout.flush()
+        if self._out_pos > (1 << 20):
+            os.ftruncate(fd, 0)
+            os.lseek(fd, 0, os.SEEK_SET)
+            self._out_pos = 0
+
+
+def _looks_like_so(path: Path) -> bool:
+    """An existing, complete-looking shared object (a truncated cache entry is rebuilt)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+            size = os.fstat(f.fileno()).st_size
+    except OSError:
+        return False
+    if len(head) < 64 or head[:4] != b"\x7fELF":
+        return False
+    # e_shoff + e_shnum * e_shentsize: the section header table ends the file
+    shoff = int.from_bytes(head[40:48], "little")
+    shentsize = int.from_bytes(head[58:60], "little")
+    shnum = int.from_bytes(head[60:62], "little")
+    return size >= shoff + shentsize * shnum
 
 
 @dataclasses.dataclass(frozen=True)
 class _Loaded:
-    lib: ctypes.CDLL
-    fn: Any
+    path: str       # the .so (built here, loaded by the worker or by _load)
+    entry: str      # the exported entry point
     printf: bool
-    entry: StructPlan
+    params: StructPlan
     globals: StructPlan
 
 
@@ -222,7 +688,8 @@ def _array_pointer(a: np.ndarray) -> int:
 
 
 class _BoundsReport(ctypes.Structure):
-    _fields_ = [("count", ctypes.c_uint64), ("index", ctypes.c_uint64), ("size", ctypes.c_uint64)]
+    _fields_ = [("count", ctypes.c_uint64), ("index", ctypes.c_uint64), ("size", ctypes.c_uint64),
+                ("data", ctypes.c_uint64)]
 
 
 @functools.lru_cache(maxsize=1)

@@ -1,6 +1,8 @@
 // Included before Slang's generated C++ (g++ -include). Out-of-range buffer accesses behave as on
-// GPUs with robust buffer access: reads give zero, writes are dropped, memory stays intact.
-// With SK_CHECKED the first out-of-range access is also recorded for the host to report.
+// GPUs with robust buffer access: reads give zero, writes are dropped, memory stays intact. This
+// covers structured buffers, unsized arrays, byte-address buffers and fixed-size (local) arrays.
+// With SK_CHECKED the first out-of-range access is also recorded (index, element count and the
+// buffer's data pointer, which the host maps back to the parameter) for the host to report.
 #pragma once
 #include <stddef.h>
 #include <string.h>
@@ -8,26 +10,49 @@
 #include <stdio.h>
 
 extern "C" {
-struct SkBoundsReport { uint64_t count; uint64_t index; uint64_t size; };
+struct SkBoundsReport { uint64_t count; uint64_t index; uint64_t size; uint64_t data; };
 #ifdef SK_CHECKED
-__attribute__((visibility("default"))) SkBoundsReport sk_bounds_report = {0, 0, 0};
+__attribute__((visibility("default"))) SkBoundsReport sk_bounds_report = {0, 0, 0, 0};
 #endif
 }
 
-static inline void* sk_oob_slot(size_t bytes, size_t index, size_t count)
+alignas(64) static thread_local unsigned char sk_scratch[1 << 16];
+
+static inline void sk_oob_record(size_t index, size_t count, const void* data)
 {
-    alignas(64) static thread_local unsigned char scratch[1 << 16];
 #ifdef SK_CHECKED
     if (__atomic_fetch_add(&sk_bounds_report.count, 1, __ATOMIC_RELAXED) == 0) {
         sk_bounds_report.index = index;
         sk_bounds_report.size = count;
+        sk_bounds_report.data = (uint64_t)(uintptr_t)data;
     }
 #else
-    (void)index; (void)count;
+    (void)index; (void)count; (void)data;
 #endif
-    memset(scratch, 0, bytes < sizeof(scratch) ? bytes : sizeof(scratch));
-    return scratch;
+}
+
+static inline void* sk_oob_slot(size_t bytes, size_t index, size_t count, const void* data)
+{
+    sk_oob_record(index, count, data);
+    memset(sk_scratch, 0, bytes < sizeof(sk_scratch) ? bytes : sizeof(sk_scratch));
+    return sk_scratch;
+}
+
+// Byte-address buffers return many types (and void for stores): instead of returning early, move
+// the byte index so that data + index lands in the zeroed scratch block.
+static inline size_t sk_oob_byte_index(size_t index, size_t elem, size_t bytes, const void* data)
+{
+    sk_oob_record(index / 4, bytes / 4, data);
+    memset(sk_scratch, 0, elem < sizeof(sk_scratch) ? elem : sizeof(sk_scratch));
+    return (size_t)((uintptr_t)sk_scratch - (uintptr_t)data);
 }
 
 #define SLANG_BOUND_CHECK(index, count) \
-    if ((size_t)(index) >= (size_t)(count)) return *(T*)sk_oob_slot(sizeof(T), (size_t)(index), (size_t)(count));
+    if ((size_t)(index) >= (size_t)(count)) return *(T*)sk_oob_slot(sizeof(T), (size_t)(index), (size_t)(count), data);
+
+#define SLANG_BOUND_CHECK_FIXED_ARRAY(index, count) \
+    if ((size_t)(index) >= (size_t)(count)) return *(T*)sk_oob_slot(sizeof(T), (size_t)(index), (size_t)(count), m_data);
+
+#define SLANG_BOUND_CHECK_BYTE_ADDRESS(index, elemSize, sizeInBytes) \
+    if ((size_t)(sizeInBytes) < (size_t)(elemSize) || (size_t)(index) > (size_t)(sizeInBytes) - (size_t)(elemSize)) \
+        index = sk_oob_byte_index((size_t)(index), (size_t)(elemSize), (size_t)(sizeInBytes), data);

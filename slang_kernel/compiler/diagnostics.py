@@ -17,7 +17,7 @@ __all__ = [
 Severity = Literal["error", "warning", "note", "internal"]
 
 # code, severity, file, line, col, endLine, endCol, message
-_LINE = re.compile(r"^([A-Za-z]*\d*)\t(\w+)\t([^\t]*)\t(-?\d+)\t(-?\d+)\t(-?\d+)\t(-?\d+)\t(.*)$")
+_LINE = re.compile(r"^([A-Za-z]*\d*)\t(\w+(?: \w+)?)\t([^\t]*)\t(-?\d+)\t(-?\d+)\t(-?\d+)\t(-?\d+)\t(.*)$")
 # Diagnostics on generated code nobody wrote; they would only confuse (entry-point uniform packing).
 _NOISE = {"E31106", "E31107"}
 
@@ -42,7 +42,7 @@ class Diagnostic:
 
 def _severity(word: str) -> Severity:
     word = word.lower()
-    if word in ("error", "fatal"):
+    if word in ("error", "fatal", "fatal error"):
         return "error"
     if word == "warning":
         return "warning"

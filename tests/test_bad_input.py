@@ -1,0 +1,154 @@
+"""Bad input from Python gets a clear error naming the parameter, and leaves no partial state:
+the arrays passed are untouched and the next good call works. Runs on every backend (--backends)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import slang_kernel as sk
+from slang_kernel.backends._packing import ParameterError
+
+CELL = """
+struct BadInputParams { float scale; int offset; float2 shift; };
+
+[shader("compute")][numthreads(16, 1, 1)]
+void bad_input(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o,
+               uniform StructuredBuffer<float> x, uniform StructuredBuffer<float3> v,
+               uniform BadInputParams p, uniform uint n)
+{
+    if (t.x < n) o[t.x] = x[t.x] * p.scale + float(p.offset) + v[t.x].z + p.shift.y;
+}
+"""
+N = 16
+
+
+@pytest.fixture(scope="module")
+def kern(session: sk.Session) -> sk.ComputeKernel:
+    session.run_cell(CELL, name="bad_input_cell")
+    return session.kernel("bad_input")
+
+
+def good() -> dict:
+    return dict(o=np.zeros(N, np.float32), x=np.arange(N, dtype=np.float32), v=np.ones((N, 3), np.float32),
+                p={"scale": 2.0, "offset": 1, "shift": (0.0, 0.5)}, n=N)
+
+
+def expected(args: dict) -> np.ndarray:
+    return np.arange(N, dtype=np.float32) * 2 + 1 + 1 + 0.5
+
+
+def run_ok(kern: sk.ComputeKernel) -> None:
+    args = good()
+    kern(threads=N, **args)
+    np.testing.assert_allclose(args["o"], expected(args))
+
+
+def ro(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
+CASES = {
+    # name: (changes to the good arguments, exception type, message regex)
+    "rw-wrong-dtype": ({"o": np.zeros(N, np.float64)}, ParameterError, r"`o`.*float64"),
+    "rw-int-dtype": ({"o": np.zeros(N, np.int32)}, ParameterError, r"`o`.*int32"),
+    "rw-read-only": ({"o": ro(np.zeros(N, np.float32))}, ParameterError, r"`o`.*read-only"),
+    "rw-not-contiguous": ({"o": np.zeros(2 * N, np.float32)[::2]}, ParameterError, r"`o`.*not C-contiguous"),
+    "rw-fortran-2d": ({"o": np.zeros((4, 4), np.float32, order="F")[:, :3]}, ParameterError, r"`o`"),
+    "rw-list": ({"o": [0.0] * N}, ParameterError, r"`o`.*numpy array"),
+    "rw-scalar": ({"o": 3.0}, ParameterError, r"`o`"),
+    "ro-complex": ({"x": np.zeros(N, np.complex64)}, ParameterError, r"`x`"),
+    "ro-strings": ({"x": np.array(["a"] * N)}, ParameterError, r"`x`"),
+    "ro-object": ({"x": object()}, ParameterError, r"`x`"),
+    "vector-wrong-trailing-shape": ({"v": np.ones((N, 4), np.float32)}, ParameterError, r"`v`.*trailing shape"),
+    "vector-flat": ({"v": np.ones(N, np.float32)}, ParameterError, r"`v`.*trailing shape"),
+    "struct-missing-field": ({"p": {"scale": 2.0, "offset": 1}}, ParameterError, r"`p`.*missing shift"),
+    "struct-extra-field": ({"p": {"scale": 2.0, "offset": 1, "shift": (0, 0), "bogus": 1}}, ParameterError,
+                           r"`p`.*unknown bogus"),
+    "struct-wrong-field-type": ({"p": {"scale": "big", "offset": 1, "shift": (0, 0)}}, ParameterError, r"`p.scale`"),
+    "struct-wrong-vector-length": ({"p": {"scale": 2.0, "offset": 1, "shift": (0, 0, 0)}}, ParameterError,
+                                   r"`p.shift` is float2"),
+    "struct-float-for-int": ({"p": {"scale": 2.0, "offset": 1.5, "shift": (0, 0)}}, ParameterError, r"`p.offset`"),
+    "struct-not-a-struct": ({"p": 3.0}, ParameterError, r"`p` is struct BadInputParams"),
+    "scalar-string": ({"n": "sixteen"}, ParameterError, r"`n` is uint"),
+    "scalar-array": ({"n": np.arange(3)}, ParameterError, r"`n` is uint"),
+    "scalar-none": ({"n": None}, ParameterError, r"`n` is uint"),
+    "scalar-complex": ({"n": 1j}, ParameterError, r"`n` is uint"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_bad_value_is_a_clear_error_and_changes_nothing(kern: sk.ComputeKernel, case: str) -> None:
+    change, exc, pattern = CASES[case]
+    args = good()
+    args.update(change)
+    before = {k: v.copy() for k, v in args.items() if isinstance(v, np.ndarray)}
+    with pytest.raises(exc, match=pattern):
+        kern(threads=N, **args)
+    for k, v in before.items():
+        np.testing.assert_array_equal(args[k], v)   # nothing was written
+    run_ok(kern)
+
+
+def test_missing_and_extra_parameters(kern: sk.ComputeKernel) -> None:
+    args = good()
+    del args["x"]
+    with pytest.raises(TypeError, match=r"missing `x` \(StructuredBuffer<float>\)") as info:
+        kern(threads=N, **args)
+    assert "Its parameters:" in str(info.value) and "`n` (uint)" in str(info.value)
+    args = good()
+    args["oops"] = 1
+    with pytest.raises(TypeError, match="unknown `oops`"):
+        kern(threads=N, **args)
+    args = good()
+    o = args["o"]
+    with pytest.raises(TypeError, match="missing `n`.*unknown `N`"):
+        kern(threads=N, **{k: v for k, v in args.items() if k != "n"}, N=N)
+    assert (o == 0).all()
+    run_ok(kern)
+
+
+@pytest.mark.parametrize("launch", [dict(), dict(threads=N, groups=1), dict(threads=(1, 2, 3, 4)),
+                                    dict(threads=-1), dict(groups=(1, -2)), dict(threads="many")],
+                         ids=["none", "both", "four-dims", "negative", "negative-groups", "string"])
+def test_bad_launch_shape(kern: sk.ComputeKernel, launch: dict) -> None:
+    args = good()
+    with pytest.raises((TypeError, ValueError)):
+        kern(**launch, **args)
+    assert (args["o"] == 0).all()
+    run_ok(kern)
+
+
+def test_positional_arguments_are_refused(kern: sk.ComputeKernel) -> None:
+    with pytest.raises(TypeError):
+        kern(N, **good())  # type: ignore[misc]
+    run_ok(kern)
+
+
+def test_zero_threads_is_a_no_op(kern: sk.ComputeKernel) -> None:
+    args = good()
+    kern(threads=0, **args)
+    assert (args["o"] == 0).all()
+
+
+def test_short_buffer_is_not_an_error_but_cannot_corrupt(kern: sk.ComputeKernel) -> None:
+    """A buffer shorter than the dispatch is legal (robust access on every backend): no crash."""
+    args = good()
+    args["x"] = np.arange(4, dtype=np.float32)
+    kern(threads=N, **args)
+    np.testing.assert_allclose(args["o"][:4], np.arange(4) * 2 + 2.5)
+    run_ok(kern)
+
+
+def test_read_only_inputs_are_converted(kern: sk.ComputeKernel) -> None:
+    args = good()
+    args["x"] = ro(np.arange(N, dtype=np.float64))   # read-only, float64: converted, not written
+    args["v"] = [[1, 1, 1]] * N                      # nested lists
+    kern(threads=N, **args)
+    np.testing.assert_allclose(args["o"], expected(args))
+
+
+def test_unknown_kernel_name(session: sk.Session, kern: sk.ComputeKernel) -> None:
+    with pytest.raises(KeyError, match="no compute kernel named 'bad_inptu'.*bad_input"):
+        session.kernel("bad_inptu")
