@@ -1,0 +1,672 @@
+"""Slang Playground compatibility: run a cell written for the Slang Playground as the Playground does.
+
+A Playground shader does ``import playground;`` (and ``printing``, ``rendering``) and marks globals and
+entry points with ``[playground::...]`` attributes. Our own modules with those names ship in
+``slang_kernel/slang/`` (the session puts that folder on the compiler's search path). How the attributes
+reach the host: Slang 2026.12 turns a scoped attribute name ``playground::ZEROS`` into the identifier
+``playground_ZEROS`` (``playground::CALL::ONCE`` -> ``playground_CALL_ONCE``) and looks for a struct
+``playground_ZEROSAttribute`` declared with ``[__AttributeUsage(...)]``; reflection then reports
+``("playground_ZEROS", (args...))`` on the variable or entry point (``ParamInfo.attributes`` /
+``EntryPointInfo.attributes``).
+
+:class:`PlaygroundProgram` creates the resources from the attributes (ZEROS, RAND, BLACK, BLACK_3D,
+BLACK_SCREEN, URL, DATA, SAMPLER), fills the uniforms (TIME, FRAME_ID, MOUSE_POSITION, KEY, SLIDER,
+COLOR_PICK) and dispatches the ``CALL`` / ``CALL::SIZE_OF`` / ``CALL_INDIRECT`` entry points every frame
+in declaration order (``CALL::ONCE`` ones on the first frame only). Resources live across frames (on
+Vulkan they stay on the device; only what is shown is read back).
+
+What the ``%%slang`` magic displays after a cell (:func:`show_cell`):
+
+* a cell with no entry point carrying a ``[playground::CALL...]`` attribute only compiles (as before);
+* a cell with such entry points is run for one frame, then shown:
+  - the image: ``outputTexture`` (rendering module) when the cell mentions ``outputTexture`` or
+    ``drawPixel``, else the first ``RWTexture2D`` global the cell itself declares; it is a
+    :class:`~slang_kernel.widgets.LiveImage` with the cell's SLIDER / COLOR_PICK / TIME / FRAME_ID /
+    MOUSE_POSITION / KEY inputs as live controls (re-dispatching the whole frame on each change), or a
+    plain ImageView when the cell has none;
+  - else, the ZEROS / RAND buffers the cell declares, in BufferViews;
+  - text printed with the printing module (decoded from ``g_printedBuffer``) below it, and a button
+    that opens the cell in the public Slang Playground (:func:`playground_link`).
+
+Backends: Vulkan is preferred (real textures, resources stay on the device between frames). The CPU
+backend has no textures (its kernels run in an isolated worker process over shared memory, and it
+binds only buffers), so a cell that needs a texture (``outputTexture``, BLACK*, URL) says so with a
+:class:`PlaygroundError` naming the texture and the fix (``%slang_backend vulkan``); buffer-only
+cells (ZEROS, RAND, DATA), the CALL dispatch loop, uniforms and printing work on the CPU. KEY inputs
+are accepted but the image view has no keyboard yet (always 0).
+
+:func:`live` binds an image of any compute kernel to live controls driven from the browser.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import threading
+import time
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from .backends._packing import element_dtype, numpy_dtype
+from .compiler.reflection import ParamInfo, TypeInfo
+from .kernels import check_parameters, groups_for
+
+if TYPE_CHECKING:
+    from .session import CompiledKernel, Session
+
+__all__ = [
+    "PLAYGROUND_URL", "PlaygroundError", "PlaygroundProgram", "decode_playground_link", "decode_prints",
+    "is_playground", "live", "playground_link", "show_cell", "string_hash",
+]
+
+PLAYGROUND_URL = "https://shader-slang.org/slang-playground/"
+SCREEN_SIZE = (512, 512)   # (width, height) of the "screen" BLACK_SCREEN is a fraction of
+
+_ATTR = re.compile(r"\[\s*playground\s*::")
+_IMPORT = re.compile(r"^\s*import\s+(playground|printing|rendering)\s*;", re.M)
+
+
+class PlaygroundError(RuntimeError):
+    """A playground cell cannot run here (missing resource attribute, unreadable URL, ...)."""
+
+
+# -- share links ----------------------------------------------------------------------------------
+
+
+def playground_link(source: str, target: str = "WGSL") -> str:
+    """The Slang Playground share link of ``source``: zlib-compressed, base64url without padding."""
+    code = base64.urlsafe_b64encode(zlib.compress(source.encode("utf-8"), 9)).decode("ascii").rstrip("=")
+    return f"{PLAYGROUND_URL}?target={target}&code={code}"
+
+
+def decode_playground_link(link: str) -> str:
+    """The source in a Playground share link (inverse of :func:`playground_link`)."""
+    from urllib.parse import parse_qs, urlparse
+
+    code = parse_qs(urlparse(link).query).get("code", [""])[0]
+    return zlib.decompress(base64.urlsafe_b64decode(code + "=" * (-len(code) % 4))).decode("utf-8")
+
+
+def is_playground(source: str) -> bool:
+    """Does this source use the Playground's modules or attributes?"""
+    return bool(_ATTR.search(source) or _IMPORT.search(source))
+
+
+# -- printing -------------------------------------------------------------------------------------
+
+
+def string_hash(text: str) -> int:
+    """Slang's getStringHash (getStableHashCode32 over the UTF-8 bytes)."""
+    h = 0
+    for b in text.encode("utf-8"):
+        c = b - 256 if b >= 128 else b  # the bytes are (signed) chars
+        h = (c + (h << 6) + (h << 16) - h) & 0xFFFFFFFF
+    return h
+
+
+_LITERAL = re.compile(r'"((?:\\.|[^"\\])*)"')
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'", "0": "\0"}
+
+
+def _unescape(s: str) -> str:
+    return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(1)), s)
+
+
+def string_table(*sources: str) -> dict[int, str]:
+    """Hash -> text of every string literal in the sources (and their printf->print rewrites)."""
+    out: dict[int, str] = {}
+    texts = list(sources)
+    try:  # the Vulkan backend rewrites printf("%d") into sgl's print("{}"): know those literals too
+        from .backends.vulkan import _rewrite_printf
+
+        texts += [_rewrite_printf(s) for s in sources]
+    except Exception:  # pragma: no cover - slangpy missing
+        pass
+    for src in texts:
+        for m in _LITERAL.finditer(src):
+            s = _unescape(m.group(1))
+            out[string_hash(s)] = s
+    return out
+
+
+_PRINTF_SPEC = re.compile(r"%([-+ #0]*)(\d+|\*)?(?:\.(\d+))?(?:hh|h|ll|l|z|j|t|L)?([diufFeEgGxXoscp%])")
+_BRACE_SPEC = re.compile(r"\{([^{}]*)\}")
+
+
+def _format(fmt: str, args: list[Any]) -> str:
+    """printf-style (%d) or, after the Vulkan rewrite, format-style ({}) formatting."""
+    if "%" not in fmt and _BRACE_SPEC.search(fmt):
+        it = iter(args)
+
+        def brace(m: re.Match) -> str:
+            spec = m.group(1).lstrip(":")
+            v = next(it, "")
+            try:
+                return format(v, spec)
+            except (ValueError, TypeError):
+                return str(v)
+        return _BRACE_SPEC.sub(brace, fmt.replace("{{", "\x00").replace("}}", "\x01")).replace(
+            "\x00", "{").replace("\x01", "}") + ("\n" if not fmt.endswith("\n") else "")
+    out, pos, i = [], 0, 0
+    for m in _PRINTF_SPEC.finditer(fmt):
+        out.append(fmt[pos:m.start()])
+        pos = m.end()
+        flags, width, prec, conv = m.groups()
+        if conv == "%":
+            out.append("%")
+            continue
+        v = args[i] if i < len(args) else 0
+        i += 1
+        if conv in "diu":
+            conv, v = "d", int(v) if not isinstance(v, str) else v
+        elif conv in "xXo":
+            v = int(v) & 0xFFFFFFFF if not isinstance(v, str) else v
+        elif conv == "c":
+            v = chr(int(v) & 0x10FFFF) if not isinstance(v, str) else v[:1]
+        elif conv == "p":
+            conv, v = "x", int(v)
+        spec = "%" + flags + (width or "") + (f".{prec}" if prec is not None else "") + conv
+        try:
+            out.append(spec % v)
+        except (TypeError, ValueError):
+            out.append(str(v))
+    out.append(fmt[pos:])
+    return "".join(out)
+
+
+def decode_prints(words: np.ndarray, strings: Mapping[int, str]) -> str:
+    """Text of the records in a printing module buffer (see slang/printing.slang)."""
+    w = np.asarray(words).reshape(-1).view(np.uint32)
+    if w.size == 0:
+        return ""
+    used = int(w[0])
+    end = min(1 + used, w.size)
+    out, pos = [], 1
+    while pos + 2 <= end:
+        n = int(w[pos])
+        if n > 64 or pos + 2 + 2 * n > end:
+            break
+        fmt = strings.get(int(w[pos + 1]), f"<format #{int(w[pos + 1]):08x}>")
+        args: list[Any] = []
+        for k in range(n):
+            tag, bits = int(w[pos + 2 + 2 * k]), np.uint32(w[pos + 3 + 2 * k])
+            if tag == 1:
+                args.append(int(bits.view(np.int32)))
+            elif tag == 2:
+                args.append(int(bits))
+            elif tag == 3:
+                args.append(float(bits.view(np.float32)))
+            elif tag == 4:
+                args.append(strings.get(int(bits), f"<string #{int(bits):08x}>"))
+            elif tag == 5:
+                args.append(bool(bits))
+            else:
+                args.append(int(bits))
+        out.append(_format(fmt, args))
+        pos += 2 + 2 * n
+    text = "".join(out)
+    if used + 1 > w.size:
+        text += f"\n[printing: output truncated, the buffer holds {w.size - 1} words]\n"
+    return text
+
+
+def ensure_modules(session: "Session") -> None:
+    """Make `import playground;` (printing, rendering) resolve on the session's backend too.
+
+    Our compiler finds the modules on its search path (Session adds MODULE_DIR); the Vulkan backend
+    compiles cells in slangpy's own Slang session, whose search path we do not set: the modules are
+    loaded into it by name once, so later imports of those names find them."""
+    b = session.backend
+    if b.name != "vulkan" or getattr(b, "_sk_playground_modules", False):
+        return
+    from .session import MODULE_DIR
+
+    with b._lock:
+        for name in ("playground", "printing", "rendering"):
+            path = MODULE_DIR / f"{name}.slang"
+            b.device.slang_session.load_module_from_source(name, path.read_text(), path=str(path))
+        b._sk_playground_modules = True
+
+
+def dispatch(session: "Session", ck: "CompiledKernel", groups: tuple[int, int, int],
+             values: Mapping[str, Any]) -> None:
+    """Dispatch one compiled kernel with checked parameters."""
+    check_parameters(ck, values)
+    if 0 in groups:
+        return
+    ensure_modules(session)
+    session.backend.dispatch(ck, groups, values)
+
+
+# -- the program --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Input:
+    """A live uniform of the program: its playground kind, Slang type and current value."""
+
+    name: str
+    kind: str             # SLIDER, COLOR_PICK, TIME, FRAME_ID, MOUSE_POSITION, KEY
+    type: TypeInfo
+    args: tuple[Any, ...]
+    value: Any
+
+
+@dataclass
+class Resource:
+    name: str
+    kind: str             # ZEROS, RAND, BLACK, BLACK_3D, BLACK_SCREEN, URL, DATA, SAMPLER
+    type: TypeInfo
+    args: tuple[Any, ...]
+    value: Any            # numpy array (CPU), VulkanBuffer / VulkanTexture / sgl Sampler (Vulkan)
+    shape: tuple[int, ...] = ()   # element shape: (n,) buffers, (h, w) / (d, h, w) textures
+
+
+_RESOURCE_KINDS = ("ZEROS", "RAND", "BLACK", "BLACK_3D", "BLACK_SCREEN", "URL", "DATA", "SAMPLER")
+_INPUT_KINDS = ("TIME", "FRAME_ID", "MOUSE_POSITION", "KEY", "SLIDER", "COLOR_PICK")
+
+
+def _pg_attrs(attrs: Sequence[tuple[str, tuple[Any, ...]]]) -> dict[str, tuple[Any, ...]]:
+    return {n[len("playground_"):]: a for n, a in attrs if n.startswith("playground_")}
+
+
+def _texel(t: TypeInfo) -> tuple[np.dtype, int]:
+    el = t.element
+    if el is not None and el.kind in ("scalar", "vector") and el.scalar:
+        dt = np.dtype({"float32": np.float32, "int32": np.int32, "uint32": np.uint32}.get(el.scalar, np.float32))
+        return dt, (el.count if el.kind == "vector" else 1) or 1
+    return np.dtype(np.float32), 4
+
+
+def _resolve_path(url: str, base: Path | None) -> bytes:
+    if re.match(r"^[a-z]+://", url) and not url.startswith("file://"):
+        import urllib.request
+
+        try:
+            with urllib.request.urlopen(url, timeout=10) as r:
+                return r.read()
+        except Exception as exc:
+            raise PlaygroundError(f"could not fetch {url} ({exc}); download it and use a local path") from None
+    p = Path(url[7:] if url.startswith("file://") else url).expanduser()
+    if not p.is_absolute() and base is not None:
+        p = base / p
+    try:
+        return p.read_bytes()
+    except OSError as exc:
+        raise PlaygroundError(f"could not read {p}: {exc}") from None
+
+
+def _zero_value(t: TypeInfo) -> Any:
+    if t.kind == "scalar":
+        return 0 if (t.scalar or "").startswith(("int", "uint")) else 0.0
+    if t.kind in ("vector", "matrix", "struct", "array"):
+        return np.zeros((), numpy_dtype(t))[()] if t.kind == "struct" else np.zeros(numpy_dtype(t).shape,
+                                                                                    numpy_dtype(t).base)
+    return None
+
+
+class PlaygroundProgram:
+    """The Playground's run loop for one cell: resources, live inputs, per-frame dispatches.
+
+    ``program.frame(**values)`` runs one frame (inputs by name, e.g. a slider's global name);
+    ``program.image()`` is the shown texture as (H, W, 4) uint8; ``program.printed`` the text the
+    last frame printed.
+    """
+
+    def __init__(self, session: "Session", cell: str | None = None, *, screen: tuple[int, int] = SCREEN_SIZE,
+                 base_dir: str | Path | None = None, seed: int = 0) -> None:
+        self.session = session
+        name = cell if cell is not None else session.cells[-1]
+        self.cell = name
+        c = session.cell(name)
+        self.source = c.source
+        self.screen = screen
+        self.base_dir = Path(base_dir) if base_dir is not None else Path.cwd()
+        self.rng = np.random.default_rng(seed)
+        self.kernels: list[tuple[str, dict[str, tuple[Any, ...]]]] = []
+        self._compiled: dict[str, "CompiledKernel"] = {}
+        for e in c.entry_points:
+            ck = session.compile_entry(e)
+            attrs = _pg_attrs(ck.entry_point.attributes)
+            if any(k.startswith("CALL") for k in attrs):
+                self.kernels.append((e, attrs))
+                self._compiled[e] = ck
+        self.globals: dict[str, ParamInfo] = {}
+        for ck in self._compiled.values():
+            for p in ck.reflection.globals:
+                self.globals.setdefault(p.name, p)
+        self.resources: dict[str, Resource] = {}
+        self.inputs: dict[str, Input] = {}
+        self.uniforms: dict[str, Any] = {}
+        self.frame_index = 0
+        self.start = time.perf_counter()
+        self.printed = ""
+        self._strings: dict[int, str] | None = None
+        self._lock = threading.Lock()
+        self._revision = session.revision
+        self._backend = session.backend
+        for p in self.globals.values():
+            self._create(p)
+
+    # -- setup
+
+    @property
+    def runnable(self) -> bool:
+        return bool(self.kernels)
+
+    def _vulkan(self) -> bool:
+        return self.session.backend.name == "vulkan"
+
+    def _create(self, p: ParamInfo) -> None:
+        attrs = _pg_attrs(p.attributes)
+        t = p.type
+        res = next(((k, attrs[k]) for k in _RESOURCE_KINDS if k in attrs), None)
+        inp = next(((k, attrs[k]) for k in _INPUT_KINDS if k in attrs), None)
+        if res is not None:
+            self.resources[p.name] = self._resource(p.name, t, *res)
+        elif inp is not None:
+            kind, args = inp
+            value = self._input_default(kind, args, t)
+            self.inputs[p.name] = Input(p.name, kind, t, tuple(args), value)
+            self.uniforms[p.name] = value
+        elif t.kind in ("resource", "sampler"):
+            what = "texture" if t.is_texture else "buffer" if t.is_buffer else t.kind
+            raise PlaygroundError(
+                f"global `{p.name}` ({t.name}) has no [playground::...] attribute saying how to create this "
+                f"{what}: add e.g. [playground::ZEROS(n)], [playground::BLACK(w, h)] or [playground::SAMPLER]")
+        else:
+            self.uniforms[p.name] = _zero_value(t)
+
+    def _input_default(self, kind: str, args: Sequence[Any], t: TypeInfo) -> Any:
+        if kind == "SLIDER":
+            return float(args[0]) if args else 0.0
+        if kind == "COLOR_PICK":
+            return np.array([float(a) for a in (list(args) + [0, 0, 0])[:3]], np.float32)
+        if kind == "MOUSE_POSITION":
+            return np.zeros(4, np.float32)
+        if kind == "FRAME_ID":
+            return 0 if (t.scalar or "").startswith(("int", "uint")) else 0.0
+        return 0 if (t.scalar or "").startswith(("int", "uint")) else 0.0
+
+    def _resource(self, name: str, t: TypeInfo, kind: str, args: tuple[Any, ...]) -> Resource:
+        vk = self._vulkan()
+        backend = self.session.backend
+        if kind == "SAMPLER":
+            if vk:
+                spy = backend.spy
+                wrap = spy.TextureAddressingMode.wrap
+                lin = spy.TextureFilteringMode.linear
+                return Resource(name, kind, t, args, backend.sampler(
+                    {"min_filter": lin, "mag_filter": lin, "mip_filter": lin,
+                     "address_u": wrap, "address_v": wrap, "address_w": wrap}))
+            return Resource(name, kind, t, args, None)
+        if kind in ("ZEROS", "RAND", "DATA"):
+            if not t.is_buffer:
+                raise PlaygroundError(f"[playground::{kind}] on `{name}` needs a structured buffer; it is {t.name}")
+            if t.shape == "byte_address_buffer":
+                base, eshape = np.dtype(np.uint32), ()
+            else:
+                base, eshape = element_dtype(t.element)
+            if kind == "DATA":
+                raw = _resolve_path(str(args[0]), self.base_dir)
+                item = base.itemsize * int(np.prod(eshape, dtype=np.int64))
+                n = max(1, -(-len(raw) // item))
+                raw = raw + bytes(n * item - len(raw))
+                arr = np.frombuffer(raw, base).reshape((n, *eshape)).copy()
+            else:
+                n = int(args[0])
+                if n <= 0:
+                    raise PlaygroundError(f"[playground::{kind}({n})] on `{name}`: the size must be positive")
+                arr = np.zeros((n, *eshape), base)
+                if kind == "RAND":
+                    arr[...] = self.rng.random(arr.shape).astype(base) if base.kind == "f" else \
+                        (self.rng.random(arr.shape) * 2**31).astype(base)
+            if vk:
+                value = backend.buffer(arr)
+            elif hasattr(backend, "zeros"):   # shared memory: the CPU worker uses it without copies
+                value = backend.zeros(arr.shape, arr.dtype)
+                value[...] = arr
+            else:
+                value = arr
+            return Resource(name, kind, t, args, value, (arr.shape[0],))
+        if kind in ("BLACK", "BLACK_3D", "BLACK_SCREEN", "URL"):
+            if not t.is_texture:
+                raise PlaygroundError(f"[playground::{kind}] on `{name}` needs a texture; it is {t.name}")
+            dt, ch = _texel(t)
+            dims = 3 if kind == "BLACK_3D" else 2
+            if kind == "URL":
+                arr = self._load_image(str(args[0]), ch, dt)
+            else:
+                if kind == "BLACK":
+                    shape = (int(args[1]), int(args[0]))
+                elif kind == "BLACK_3D":
+                    shape = (int(args[2]), int(args[1]), int(args[0]))
+                else:
+                    shape = (max(1, int(self.screen[1] * float(args[1]))), max(1, int(self.screen[0] * float(args[0]))))
+                arr = np.zeros((*shape, ch), dt)
+            if not vk:
+                raise PlaygroundError(
+                    f"`{name}` ({t.name}, [playground::{kind}]) is a texture, and the {backend.name} backend has no "
+                    "textures: run this cell on Vulkan (`%slang_backend vulkan`, or Session(backend='vulkan'))")
+            value = backend.texture(arr, dims=dims)
+            return Resource(name, kind, t, args, value, arr.shape[:dims])
+        raise PlaygroundError(f"unknown playground resource {kind}")
+
+    def _load_image(self, url: str, channels: int, dt: np.dtype) -> np.ndarray:
+        import io
+
+        from PIL import Image
+
+        raw = _resolve_path(url, self.base_dir)
+        try:
+            img = Image.open(io.BytesIO(raw)).convert("RGBA")
+        except Exception as exc:
+            raise PlaygroundError(f"{url} is not an image Pillow can read ({exc})") from None
+        a = np.asarray(img, np.float32) / 255.0
+        if channels < 4:
+            a = a[..., :channels]
+        return np.ascontiguousarray(a.astype(dt))
+
+    # -- running
+
+    def _groups(self, ck: "CompiledKernel", attrs: Mapping[str, tuple[Any, ...]]) -> tuple[int, int, int]:
+        ep = ck.entry_point
+        if "CALL" in attrs:
+            xyz = [int(a) for a in attrs["CALL"]] + [1, 1, 1]
+            return groups_for(ep, threads=tuple(xyz[:3]))
+        if "CALL_SIZE_OF" in attrs:
+            rname = str(attrs["CALL_SIZE_OF"][0])
+            r = self.resources.get(rname)
+            if r is None or not r.shape:
+                raise PlaygroundError(f"{ep.name}: [playground::CALL::SIZE_OF(\"{rname}\")] names no resource of "
+                                      f"this program (resources: {', '.join(self.resources) or 'none'})")
+            size = tuple(r.shape[::-1]) if r.type.is_texture else r.shape
+            return groups_for(ep, threads=tuple(size))
+        if "CALL_INDIRECT" in attrs:
+            bname, offset = str(attrs["CALL_INDIRECT"][0]), int(attrs["CALL_INDIRECT"][1])
+            r = self.resources.get(bname)
+            if r is None or not r.type.is_buffer:
+                raise PlaygroundError(f"{ep.name}: [playground::CALL_INDIRECT] names no buffer `{bname}`")
+            raw = self._read(r).reshape(-1).view(np.uint8)
+            g = np.frombuffer(raw[offset:offset + 12].tobytes(), np.uint32)
+            return (int(g[0]), int(g[1]), int(g[2])) if g.size == 3 else (0, 0, 0)
+        return (0, 0, 0)
+
+    def _read(self, r: Resource) -> np.ndarray:
+        v = r.value
+        return v.numpy() if hasattr(v, "numpy") else np.asarray(v)
+
+    def set(self, **values: Any) -> None:
+        """Set live inputs by global name (slider floats, colour triples, mouse float4, key 0/1)."""
+        for k, v in values.items():
+            if k not in self.inputs:
+                raise KeyError(f"no live input {k!r}; inputs: {', '.join(self.inputs) or 'none'}")
+            inp = self.inputs[k]
+            if inp.kind in ("COLOR_PICK", "MOUSE_POSITION"):
+                v = np.asarray(v, np.float32).reshape(-1)
+            elif (inp.type.scalar or "").startswith(("int", "uint")):
+                v = int(v)
+            else:
+                v = float(v)
+            inp.value = v
+            self.uniforms[k] = v
+
+    def frame(self, **values: Any) -> "PlaygroundProgram":
+        """Run one frame: CALL entry points in declaration order (CALL::ONCE ones on frame 0 only)."""
+        with self._lock:
+            if self.session.revision != self._revision or self.session.backend is not self._backend:
+                raise PlaygroundError(f"{self.cell} changed (or the backend did) since this view was made: "
+                                      "re-run the cell")
+            self.set(**values)
+            for name, inp in self.inputs.items():
+                if inp.kind == "TIME" and "TIME" not in values and name not in values:
+                    self.uniforms[name] = (time.perf_counter() - self.start) * 1000.0
+                elif inp.kind == "FRAME_ID" and name not in values:
+                    self.uniforms[name] = self.frame_index if isinstance(inp.value, int) else float(self.frame_index)
+            printing = self.resources.get("g_printedBuffer")
+            if printing is not None:
+                self._clear_prints(printing)
+            vals = {**self.uniforms, **{n: r.value for n, r in self.resources.items()}}
+            for name, attrs in self.kernels:
+                if "CALL_ONCE" in attrs and self.frame_index > 0:
+                    continue
+                ck = self._compiled[name]
+                groups = self._groups(ck, attrs)
+                kv = {k: vals[k] for k in ck.parameter_names if k in vals}
+                for p in ck.entry_point.uniforms:
+                    kv.setdefault(p.name, _zero_value(p.type))
+                dispatch(self.session, ck, groups, kv)
+            self.frame_index += 1
+            if printing is not None and "print" in self.source:
+                if self._strings is None:
+                    self._strings = string_table(self.source, *self._module_sources())
+                self.printed = decode_prints(self._read(printing), self._strings)
+        return self
+
+    def _clear_prints(self, r: Resource) -> None:
+        v = r.value
+        if isinstance(v, np.ndarray):
+            v.reshape(-1)[:1] = 0
+        elif hasattr(v, "upload"):
+            z = np.zeros(v.shape, v.dtype)
+            v.upload(z)
+
+    def _module_sources(self) -> list[str]:
+        s = self.session
+        return [s.cell(n).source for n in s.cells]
+
+    # -- outputs
+
+    def output_name(self) -> str | None:
+        """The texture the view shows (see the module docstring for the rule)."""
+        if "outputTexture" in self.resources and re.search(r"\b(outputTexture|drawPixel)\b", self.source):
+            return "outputTexture"
+        for n, r in self.resources.items():
+            if r.type.is_texture and r.type.writable and r.type.shape == "texture_2d" and \
+                    re.search(rf"\b{re.escape(n)}\b", self.source):
+                return n
+        return None
+
+    def buffers(self) -> list[str]:
+        """ZEROS / RAND buffers the cell itself mentions (shown when there is no image)."""
+        return [n for n, r in self.resources.items() if r.kind in ("ZEROS", "RAND") and n != "g_printedBuffer"
+                and re.search(rf"\b{re.escape(n)}\b", self.source)]
+
+    def read(self, name: str) -> np.ndarray:
+        """A resource's current contents as numpy."""
+        return self._read(self.resources[name])
+
+    def image(self, name: str | None = None) -> np.ndarray:
+        """The shown texture as (H, W, 4) uint8 RGBA (clamped, as an rgba8 texture stores it)."""
+        name = name or self.output_name()
+        if name is None:
+            raise PlaygroundError(f"{self.cell} has no image output")
+        a = self.read(name)
+        if a.ndim == 2:
+            a = a[..., None]
+        if a.dtype.kind == "f":
+            a = np.clip(a, 0.0, 1.0) * 255.0 + 0.5
+        out = np.empty((*a.shape[:2], 4), np.uint8)
+        c = a.shape[2]
+        if c >= 3:
+            out[..., :3] = a[..., :3]
+        else:
+            out[..., :3] = a[..., :1]
+            if c == 2:
+                out[..., 1] = a[..., 1]
+                out[..., 2] = 0
+        out[..., 3] = a[..., 3] if c == 4 else 255
+        return out
+
+    def controls(self) -> dict[str, Any]:
+        """LiveImage controls for the program's inputs."""
+        from .widgets import Color, Frame, Mouse, Slider, Time
+
+        out: dict[str, Any] = {}
+        for n, inp in self.inputs.items():
+            if inp.kind == "SLIDER":
+                a = [float(x) for x in inp.args] + [0.0, 0.0, 1.0][len(inp.args):]
+                lo, hi = min(a[1], a[2]), max(a[1], a[2])
+                hi = hi if hi > lo else lo + 1.0
+                out[n] = Slider(lo, hi, min(max(a[0], lo), hi))
+            elif inp.kind == "COLOR_PICK":
+                out[n] = Color(tuple(float(min(max(x, 0.0), 1.0)) for x in inp.value))
+            elif inp.kind == "TIME":
+                out[n] = Time(playing=True)
+            elif inp.kind == "FRAME_ID":
+                out[n] = Frame()
+            elif inp.kind == "MOUSE_POSITION":
+                out[n] = Mouse()
+        return out
+
+    def view(self, **kwargs: Any) -> Any:
+        """A LiveImage (inputs live) or ImageView of the output, with a Playground link button."""
+        from .widgets.live_kernel import playground_view
+
+        return playground_view(self, **kwargs)
+
+    def __repr__(self) -> str:
+        return (f"<PlaygroundProgram {self.cell}: kernels {[k for k, _ in self.kernels]}, "
+                f"resources {list(self.resources)}, inputs {list(self.inputs)}>")
+
+
+# -- live kernels -------------------------------------------------------------------------------------
+
+
+def live(kernel: Any, image: str = "outputTexture", controls: Mapping[str, Any] | None = None, *,
+         values: Mapping[str, Any] | None = None, threads: Any = None, groups: Any = None,
+         size: tuple[int, int] | None = None, **kwargs: Any) -> Any:
+    """A LiveImage showing ``image`` (a texture or (H, W, C) array parameter of ``kernel``), with
+    ``controls`` (name -> Slider/Color/Time/Frame/Mouse) driving the kernel's uniforms of those names.
+    See :func:`slang_kernel.widgets.live_kernel.live`."""
+    from .widgets.live_kernel import live as _live
+
+    return _live(kernel, image=image, controls=controls, values=values, threads=threads, groups=groups,
+                 size=size, **kwargs)
+
+
+# -- the magic's hook -------------------------------------------------------------------------------
+
+
+def show_cell(session: "Session", cell: str, *, display: Callable[[Any], Any] | None = None) -> Any:
+    """After a cell compiled: run and display it if it is a runnable playground cell (else None)."""
+    c = session.cell(cell)
+    if not is_playground(c.source):
+        return None
+    if display is None:
+        from IPython.display import display as _display
+
+        display = _display
+    prog = PlaygroundProgram(session, cell)
+    if not prog.runnable:
+        return None
+    prog.frame()
+    if prog.printed:
+        print(prog.printed, end="" if prog.printed.endswith("\n") else "\n")
+    view = prog.view()
+    display(view)
+    return prog

@@ -1,0 +1,190 @@
+"""Slang Playground compatibility: our playground/printing/rendering modules, attributes, frames, links."""
+
+from __future__ import annotations
+
+import base64
+import zlib
+
+import numpy as np
+import pytest
+
+import slang_kernel as sk
+from slang_kernel.playground import (PlaygroundError, PlaygroundProgram, decode_playground_link, decode_prints,
+                                     is_playground, playground_link, string_hash)
+
+# A Playground-style animated procedural image with a slider, pasted as written for the Playground.
+SHADER = r'''
+import playground;
+import rendering;
+
+[playground::TIME]
+uniform float time;
+
+[playground::SLIDER(0.5, 0.0, 1.0)]
+uniform float zoom;
+
+[playground::COLOR_PICK(0.9, 0.5, 0.2)]
+uniform float3 tint;
+
+[shader("compute")]
+[numthreads(16, 16, 1)]
+[playground::CALL::SIZE_OF("outputTexture")]
+void imageMain(uint3 dispatchThreadID : SV_DispatchThreadID)
+{
+    drawPixel(dispatchThreadID.xy, (int2 pixel) => {
+        uint width, height;
+        outputTexture.GetDimensions(width, height);
+        float2 uv = float2(pixel) / float2(width, height) - 0.5;
+        float t = time * 0.001;
+        float r = length(uv) * (4.0 + 40.0 * zoom);
+        float v = 0.5 + 0.5 * sin(r - 3.0 * t) * cos(6.0 * atan2(uv.y, uv.x) + t);
+        return float4(v * tint, 1.0);
+    });
+}
+'''
+
+PRINTING = r'''
+import playground;
+import printing;
+
+[playground::ZEROS(8)]
+RWStructuredBuffer<float> result;
+
+[playground::RAND(8)]
+RWStructuredBuffer<float> noise;
+
+[shader("compute")]
+[numthreads(8, 1, 1)]
+[playground::CALL(8, 1, 1)]
+void computeMain(uint3 id : SV_DispatchThreadID)
+{
+    result[id.x] = id.x * 2.0 + noise[id.x] * 0.0;
+    if (id.x == 5)
+        printf("result[%d] = %.1f (%s)\n", int(id.x), result[id.x], "done");
+}
+
+[shader("compute")]
+[numthreads(1, 1, 1)]
+[playground::CALL(1, 1, 1)]
+[playground::CALL::ONCE]
+void hello(uint3 id : SV_DispatchThreadID)
+{
+    printf("hello %u %x\n", 7u, 255u);
+}
+'''
+
+
+def _vulkan_session() -> sk.Session:
+    try:
+        return sk.Session(backend="vulkan")
+    except Exception as exc:  # noqa: BLE001
+        pytest.skip(f"no Vulkan here: {exc}")
+
+
+@pytest.fixture(scope="module")
+def vk():
+    s = _vulkan_session()
+    yield s
+    s.close()
+
+
+@pytest.mark.vulkan
+def test_attributes_are_reflected(vk: sk.Session) -> None:
+    vk.run_cell(SHADER, name="shader")
+    ck = vk.compile_entry("imageMain")
+    assert ("playground_CALL_SIZE_OF", ("outputTexture",)) in ck.entry_point.attributes
+    g = {p.name: p.attributes for p in ck.reflection.globals}
+    assert g["zoom"][0][0] == "playground_SLIDER" and g["zoom"][0][1] == pytest.approx((0.5, 0.0, 1.0))
+    assert g["time"] == (("playground_TIME", ()),)
+    assert g["outputTexture"] == (("playground_BLACK_SCREEN", (1.0, 1.0)),)
+
+
+@pytest.mark.vulkan
+def test_playground_shader_renders_and_reacts_to_slider(vk: sk.Session) -> None:
+    vk.run_cell(SHADER, name="shader")
+    p = PlaygroundProgram(vk, "shader")
+    assert [k for k, _ in p.kernels] == ["imageMain"]
+    assert set(p.inputs) == {"time", "zoom", "tint"}
+    assert p.resources["outputTexture"].shape == (512, 512)
+    assert p.output_name() == "outputTexture"
+    a = p.frame(time=0.0).image()
+    assert a.shape == (512, 512, 4) and a.dtype == np.uint8
+    assert a[..., :3].std() > 10, "the frame is blank"
+    b = p.frame(time=0.0, zoom=0.9).image()
+    assert np.abs(a.astype(int) - b).mean() > 5, "the slider did not change the pixels"
+    c = p.frame(time=500.0, zoom=0.9).image()
+    assert np.abs(c.astype(int) - b).mean() > 1, "time did not animate"
+    controls = p.controls()
+    assert controls["zoom"].min == 0.0 and controls["zoom"].max == 1.0 and controls["zoom"].value == 0.5
+
+
+@pytest.mark.vulkan
+def test_printing_and_buffers_vulkan(vk: sk.Session) -> None:
+    vk.run_cell(PRINTING, name="printing")
+    p = PlaygroundProgram(vk, "printing").frame()
+    assert "result[5] = 10.0 (done)" in p.printed and "hello 7 ff" in p.printed
+    assert p.read("result").tolist() == [i * 2.0 for i in range(8)]
+    assert p.output_name() is None and p.buffers() == ["result", "noise"]
+    p.frame()  # CALL::ONCE: hello runs on the first frame only
+    assert "hello" not in p.printed and "result[5]" in p.printed
+
+
+def test_printing_and_buffers_cpu() -> None:
+    with sk.Session(backend="cpu") as s:
+        s.run_cell(PRINTING, name="printing")
+        p = PlaygroundProgram(s, "printing").frame()
+        assert "result[5] = 10.0 (done)" in p.printed and "hello 7 ff" in p.printed
+        n = p.read("noise")
+        assert n.shape == (8,) and (n >= 0).all() and (n < 1).all() and n.std() > 0
+        assert p.read("result")[5] == 10.0
+
+
+def test_cpu_texture_cell_says_vulkan() -> None:
+    with sk.Session(backend="cpu") as s:
+        s.run_cell(SHADER, name="shader")
+        with pytest.raises(PlaygroundError, match="no textures.*vulkan"):
+            PlaygroundProgram(s, "shader")
+
+
+def test_missing_attribute_is_a_clear_error() -> None:
+    with sk.Session(backend="cpu") as s:
+        s.run_cell('import playground;\nRWStructuredBuffer<float> b;\n[shader("compute")][numthreads(1,1,1)]'
+                   '[playground::CALL(1,1,1)] void k(uint3 i: SV_DispatchThreadID) { b[0] = 1; }')
+        with pytest.raises(PlaygroundError, match="`b`.*ZEROS"):
+            PlaygroundProgram(s)
+
+
+def test_share_link_round_trip() -> None:
+    link = playground_link(SHADER)
+    assert link.startswith("https://shader-slang.org/slang-playground/?target=")
+    code = link.split("code=", 1)[1]
+    assert "=" not in code and "+" not in code and "/" not in code
+    raw = base64.urlsafe_b64decode(code + "=" * (-len(code) % 4))
+    assert zlib.decompress(raw).decode() == SHADER
+    assert decode_playground_link(link) == SHADER
+
+
+def test_decode_prints_and_hash() -> None:
+    strings = {string_hash("a=%d b=%.2f %s\n"): "a=%d b=%.2f %s\n", string_hash("x"): "x"}
+    words = [8, 3, string_hash("a=%d b=%.2f %s\n"), 1, np.int32(-4).view(np.uint32), 3,
+             np.float32(2.5).view(np.uint32), 4, string_hash("x")]
+    assert decode_prints(np.array(words, np.uint32), strings) == "a=-4 b=2.50 x\n"
+    assert is_playground(SHADER) and not is_playground("float f(float x) { return x; }")
+
+
+@pytest.mark.vulkan
+def test_magic_runs_playground_cell(ipython) -> None:
+    from slang_kernel.playground import PlaygroundProgram
+
+    shell = ipython
+    vk = _vulkan_session()
+    shell.user_ns["slang_session"] = vk
+    try:
+        shell.run_cell_magic("slang", "pgcell", SHADER)
+        prog = shell.user_ns.get("slang_playground")
+        assert isinstance(prog, PlaygroundProgram)
+        assert "image/png" in prog.view().image._repr_mimebundle_()[0]
+        shell.run_cell_magic("slang", "plain", "float sq(float x) { return x * x; }")
+        assert shell.user_ns["slang_playground"] is prog  # the plain cell is not run
+    finally:
+        vk.close()
