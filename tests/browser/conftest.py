@@ -1,0 +1,105 @@
+"""Shared browser-test helpers: a JupyterLab server on a temp root holding one generated notebook,
+driven with Debian's chromium through Playwright (see test_widgets_browser.py for the first user)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from typing import Iterator, Sequence
+
+import pytest
+
+from slang_kernel._server import SERVER_ARG
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+ARTIFACTS = REPO / "artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def jupyterlab(root: pathlib.Path, cells: Sequence[str], notebook: str = "test.ipynb") -> Iterator[str]:
+    """Start JupyterLab on `root` with a notebook of `cells`; yields its URL; stops it by process group."""
+    if not pathlib.Path(CHROMIUM).exists():
+        pytest.skip(f"{CHROMIUM} not installed (apt-get install -y chromium)")
+    pytest.importorskip("playwright.sync_api")
+    nb = {"cells": [{"cell_type": "code", "execution_count": None, "id": f"c{i}", "metadata": {},
+                     "outputs": [], "source": src} for i, src in enumerate(cells)],
+          "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+          "nbformat": 4, "nbformat_minor": 5}
+    (root / notebook).write_text(json.dumps(nb))
+    settings = root / ".settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True, exist_ok=True)
+    (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false", "checkForUpdates": false}')
+    port, token = _free_port(), secrets.token_hex(16)
+    env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(root / ".settings"),
+               JUPYTERLAB_WORKSPACES_DIR=str(root / ".workspaces"))
+    jupyter = shutil.which("jupyter", path=str(pathlib.Path(sys.executable).parent)) or "jupyter"
+    log = open(root / "lab.log", "w")
+    proc = subprocess.Popen(
+        [jupyter, "lab", "--no-browser", f"--port={port}", f"--ServerApp.token={token}",
+         "--ServerApp.ip=127.0.0.1", "--allow-root", f"--ServerApp.root_dir={root}", SERVER_ARG],
+        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={token}", timeout=2)
+                break
+            except OSError:
+                if proc.poll() is not None or time.time() > deadline:
+                    raise RuntimeError("JupyterLab did not start:\n" + (root / "lab.log").read_text()[-3000:])
+                time.sleep(0.3)
+        yield f"http://127.0.0.1:{port}/lab/tree/{notebook}?token={token}"
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)  # the session started above: server + its kernels
+            proc.wait(timeout=10)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            os.killpg(proc.pid, signal.SIGKILL)
+        log.close()
+
+
+def run_all_cells(page, n: int, timeout: int = 60_000) -> None:
+    """Open the notebook's kernel and run its `n` cells one by one (Shift+Enter), waiting for each."""
+    page.wait_for_selector(".jp-Notebook", timeout=60_000)
+    page.get_by_text("| Idle").first.wait_for(timeout=60_000)
+    cells = page.locator(".jp-Notebook .jp-Cell")
+    for i in range(n):
+        cells.nth(i).locator(".jp-InputArea-editor").click()
+        page.keyboard.press("Shift+Enter")
+        page.wait_for_function(
+            "(c) => /\\[\\d+\\]/.test(c.querySelector('.jp-InputPrompt').textContent)",
+            arg=cells.nth(i).element_handle(), timeout=timeout)
+
+
+class _Tools:
+    """What browser tests need from here (tests/browser is not a package, so no relative imports)."""
+
+    ARTIFACTS = ARTIFACTS
+    CHROMIUM = CHROMIUM
+    CHROMIUM_ARGS = CHROMIUM_ARGS
+    jupyterlab = staticmethod(jupyterlab)
+    run_all_cells = staticmethod(run_all_cells)
+
+
+@pytest.fixture(scope="session")
+def lab_tools() -> type[_Tools]:
+    return _Tools

@@ -1,0 +1,143 @@
+"""IRGraph and GradientFlow in a real JupyterLab + headless Chromium: the graph renders (a 200+
+instruction function, its derivatives beside it, the data-flow level), clicking an instruction
+selects it and shows its source line, search finds nodes; GradientFlow flags the broken input.
+Layout times measured in the page are printed and saved to artifacts/ir_numbers.json."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(150)]
+
+BIG_LINES = 60
+BIG = ("[Differentiable]\nfloat big(float x, float y)\n{\n    float t0 = x;\n    float t1 = y;\n"
+       + "".join(f"    float t{k} = sin(t{k - 1}) * x + t{k - 2} * y;\n" for k in range(2, BIG_LINES + 2))
+       + f"    if (t{BIG_LINES} > 0) t{BIG_LINES + 1} = t{BIG_LINES + 1} * 2;\n"
+       + f"    return t{BIG_LINES + 1};\n}}\n")
+SAFE = """
+[BackwardDerivative(safeDivide_bwd)]
+float safeDivide(float numerator, float denominator) { return numerator / max(denominator, 1e-8); }
+void safeDivide_bwd(inout DifferentialPair<float> numerator, inout DifferentialPair<float> denominator, float dOut)
+{
+    float d = denominator.p + 1e-8;
+    numerator = diffPair(numerator.p, dOut / d);
+    denominator = diffPair(denominator.p, 2.0 * -dOut * numerator.p / (d * d));  // wrong factor 2
+}
+float helper(float x) { return 3 * x; }
+[Differentiable]
+float loss(float a, float b, no_diff float w) { return safeDivide(a * a, b) * w + a + no_diff(helper(w)); }
+"""
+
+CELLS = [
+    "import numpy as np, slang_kernel as sk\nimport slang_kernel.widgets as W\n"
+    f"s = sk.Session(backend='cpu')\ns.run_cell({BIG!r}, name='big')\ns.run_cell({SAFE!r}, name='safe')",
+    "g = W.IRGraph.of(s, 'big', columns='single', height=520); g",
+    "flow = W.GradientFlow.check(s.function('loss'), np.float32(1.5), np.float32(2.0), np.float32(3.0))\n"
+    "for k in range(12):\n    flow.record(k, {'w': np.random.default_rng(k).normal(size=(32, 16)) / (k + 1)})\nflow",
+]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory, lab_tools):
+    with lab_tools.jupyterlab(tmp_path_factory.mktemp("irlab"), CELLS, "ir.ipynb") as url:
+        yield url
+
+
+def test_ir_graph_and_gradient_flow(lab: str, lab_tools) -> None:
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS, CHROMIUM, CHROMIUM_ARGS = lab_tools.ARTIFACTS, lab_tools.CHROMIUM, lab_tools.CHROMIUM_ARGS
+    run_all_cells = lab_tools.run_all_cells
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    numbers: dict[str, object] = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1500, "height": 1100})
+        try:
+            page.goto(lab)
+            run_all_cells(page, len(CELLS), timeout=90_000)
+            irg = page.locator(".sk-irg").first
+            irg.wait_for(timeout=60_000)
+            h = irg.element_handle()
+            page.wait_for_function("(e) => Number(e.dataset.nodes) > 0", arg=h, timeout=30_000)
+
+            def measure(tag: str) -> dict:
+                d = irg.evaluate("(e) => ({layout: +e.dataset.layoutMs, total: +e.dataset.renderMs,"
+                                 " nodes: +e.dataset.nodes, insts: +e.dataset.insts})")
+                numbers[tag] = d
+                return d
+
+            # blocks level of the 200+ instruction function
+            d = measure("big_blocks")
+            assert d["insts"] >= 200, d
+            # data-flow level (one node per instruction, clustered by block)
+            irg.locator("button.sk-irg-mode[data-mode=dataflow]").click()
+            page.wait_for_function("(e) => e.dataset.mode === 'dataflow'", arg=h)
+            d = measure("big_dataflow")
+            assert d["nodes"] >= 200, d
+            irg.screenshot(path=str(ARTIFACTS / "ir_graph_dataflow.png"))
+            # the primal beside its generated derivatives (s_fwd_big, s_apply_big, s_bwdProp_big ...)
+            irg.locator("button.sk-irg-mode[data-mode=blocks]").click()
+            irg.locator("select.sk-irg-cols").select_option("derivatives")
+            page.wait_for_function("(e) => e.dataset.mode === 'blocks' && Number(e.dataset.columns) >= 3", arg=h)
+            d = measure("big_with_derivatives_blocks")
+            titles = irg.locator(".sk-irg-coltitle").evaluate_all("(els) => els.map((e) => e.textContent)")
+            assert any("s_bwdProp_big" in t for t in titles) and any("s_fwd_big" in t for t in titles), titles
+            # module level of the post-autodiff IR: the primal's derivatives and what they call
+            irg.locator("button.sk-irg-mode[data-mode=module]").click()
+            irg.locator("select.sk-irg-view").select_option(label="AFTER finalizeAutoDiffPass")
+            page.wait_for_function("(e) => e.dataset.mode === 'module'", arg=h)
+            page.wait_for_function("(e) => e.querySelectorAll('.sk-irg-fnnode').length >= 4", arg=h)
+            irg.locator("select.sk-irg-view").select_option(label="module (-g)")
+            irg.locator("button.sk-irg-mode[data-mode=blocks]").click()
+            irg.locator("select.sk-irg-cols").select_option("single")
+            page.wait_for_function("(e) => e.dataset.mode === 'blocks' && e.dataset.columns === '1'", arg=h)
+            # search
+            irg.locator(".sk-irg-search").fill("sin")
+            page.wait_for_function("(e) => Number(e.dataset.hits) >= 60", arg=h)
+            irg.locator(".sk-irg-search").press("Enter")
+            assert irg.locator(".sk-irg-current").count() == 1
+            irg.locator(".sk-irg-search").fill("")
+            # click an instruction: selected, and its source line shown
+            irg.locator(".sk-irg-fit").click()
+            row = irg.locator(".sk-irg-row").nth(12)
+            row.click(force=True)
+            page.wait_for_function("(e) => e.dataset.selected && e.dataset.selectedLine", arg=h)
+            line = int(irg.get_attribute("data-selected-line"))
+            hit = irg.locator(".sk-irg-srchit")
+            assert hit.count() == 1
+            assert hit.inner_text().split(None, 1)[1].strip() == BIG.split("\n")[line - 1].strip()
+            assert irg.locator(".sk-irg-sel").count() >= 1
+            assert "line" in irg.locator(".sk-irg-loc").inner_text()
+            # collapse a block
+            n_rows = irg.locator(".sk-irg-row").count()
+            irg.locator(".sk-irg-collapse").click()
+            assert irg.locator(".sk-irg-row").count() == 0 and n_rows > 0
+            irg.locator(".sk-irg-expand").click()
+            irg.screenshot(path=str(ARTIFACTS / "ir_graph.png"))
+
+            # ---- GradientFlow: exactly b flagged (the custom derivative's wrong factor)
+            gf = page.locator(".sk-gf").first
+            gf.scroll_into_view_if_needed()
+            gf.wait_for(timeout=30_000)
+            assert gf.get_attribute("data-flagged") == "b"
+            assert gf.locator("tr.sk-gf-bad").count() == 1
+            assert gf.locator("tr.sk-gf-bad").get_attribute("data-input") == "b"
+            assert "sk-gf-n-bad" in gf.locator("g[data-input=b]").get_attribute("class")
+            assert "sk-gf-n-ok" in gf.locator("g[data-input=a]").get_attribute("class")
+            assert "sk-gf-n-nodiff" in gf.locator("g[data-input=w]").get_attribute("class")
+            assert gf.locator("g.sk-gf-n-custom").count() >= 1
+            assert gf.get_attribute("data-train-steps") == "12"
+            assert gf.locator("canvas.sk-gf-heat").count() == 1
+            gf.screenshot(path=str(ARTIFACTS / "gradient_flow.png"))
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / "ir_browser_failure.png"), full_page=True)
+            raise
+        finally:
+            browser.close()
+    print("IR NUMBERS", json.dumps(numbers))
+    (ARTIFACTS / "ir_numbers.json").write_text(json.dumps(numbers, indent=1))
