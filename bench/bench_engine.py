@@ -143,7 +143,7 @@ def main() -> None:
         ours = median_ms(lambda: k(threads=n, o=o, x=x, n=n), args.repeat)
         theirs = median_ms(lambda: np.sqrt(x * x + 1.0) * np.exp(-x) + np.sin(x), args.repeat)
         assert np.allclose(o, np.sqrt(x * x + 1.0) * np.exp(-x) + np.sin(x), atol=1e-4)
-        rows.append((f"CPU dispatch, 2^22 floats, sqrt/exp/sin", ours, theirs, "numpy"))
+        rows.append(("CPU dispatch, 2^22 floats, sqrt/exp/sin", ours, theirs, "numpy"))
 
         s.run_cell(MANDEL, name="mandel")
         w, h = 1024, 768

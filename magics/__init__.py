@@ -13,18 +13,16 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import sys
 from typing import Any
 
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
 from ..compiler.diagnostics import SlangCompileError
 from ..session import Session
-from ._display import code_display, error_lines, summary
+from ..display import code_display, error_lines, summary
 
 __all__ = ["SlangMagics", "load_ipython_extension", "session_for"]
-
-_LANG = {"hlsl": "hlsl", "glsl": "glsl", "cuda": "cuda", "cpp": "cpp", "metal": "cpp", "wgsl": "wgsl",
-         "spirv-asm": "text", "spirv": "text"}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -105,20 +103,68 @@ class SlangMagics(Magics):
                 self.shell.user_ns[k] = session.kernel(k)
             for f in result.functions:
                 self.shell.user_ns[f] = session.function(f)
-        display(summary(session, result, timing=args.time))
+        display(summary(session, result))
+        if args.time:  # also build this cell's kernels for the backend now, and say how long that took
+            import time
+
+            for k in result.kernels:
+                t0 = time.perf_counter()
+                session.compile_entry(k)
+                print(f"{k}: {session.backend.target} code in {(time.perf_counter() - t0) * 1000:.1f} ms")
         for target in filter(None, args.show.split(",")):
             names = result.kernels or result.functions
             for n in names:
-                display(code_display(session.code(n, target.strip()), _LANG.get(target.strip(), "text"),
+                display(code_display(session.code(n, target.strip()), target.strip(),
                                      f"{n} as {target.strip()}"))
         if args.ir:
-            display(code_display(session.ir(result.name), "text", f"Slang IR of {result.name}"))
+            display(code_display(session.ir(result.name), "ir", f"Slang IR of {result.name}"))
+        # Slang Playground cells (entry points with [playground::CALL...]) run and show their output
+        # (rule: slang_kernel.playground's docstring); other cells only compile.
+        from ..playground import PlaygroundError, show_cell
+
+        try:
+            self.shell.user_ns["slang_playground"] = show_cell(session, result.name, display=display) \
+                or self.shell.user_ns.get("slang_playground")
+        except PlaygroundError as exc:
+            print(f"playground: {exc}", file=sys.stderr)
 
     @line_magic
     def slang_backend(self, line: str) -> str:
         """`%slang_backend cpu|vulkan|cuda|auto`: switch the session's backend; prints the device."""
         s = session_for(self.shell, line.strip() or None)
         return f"{s.backend.name}: {s.backend.describe()}"
+
+    @line_magic
+    def slang_ir(self, line: str) -> Any:
+        """`%slang_ir NAME [--pass P]`: IRGraph of a function, kernel or cell: its IR (with source
+        lines), the generated derivative functions beside a [Differentiable] one, and the IR before
+        and after pass P."""
+        from ..widgets import IRGraph
+
+        p = argparse.ArgumentParser(prog="%slang_ir", add_help=False)
+        p.add_argument("name")
+        p.add_argument("--pass", dest="pass_")
+        p.add_argument("--mode", default="blocks", choices=["module", "blocks", "dataflow"])
+        try:
+            args = p.parse_args(shlex.split(line))
+        except SystemExit:
+            raise SlangCompileError("usage: %slang_ir NAME [--pass PASS] [--mode module|blocks|dataflow]") from None
+        return IRGraph.of(session_for(self.shell), args.name, args.pass_, mode=args.mode)
+
+    @line_magic
+    def slang_grad(self, line: str) -> Any:
+        """`%slang_grad NAME arg1 arg2 ...`: GradientFlow of a [Differentiable] function at the given
+        arguments (Python expressions evaluated in the notebook's namespace; no spaces inside one,
+        or quote it)."""
+        from ..widgets import GradientFlow
+
+        parts = shlex.split(line)
+        if not parts:
+            raise SlangCompileError("usage: %slang_grad NAME ARG [ARG ...]  (arguments are Python expressions)")
+        session = session_for(self.shell)
+        ns = self.shell.user_ns
+        args = [eval(a, ns) for a in parts[1:]]  # noqa: S307 - the user's own namespace, like %timeit
+        return GradientFlow.check(session.function(parts[0]), *args)
 
     @line_magic
     def slang_session(self, line: str) -> Session:

@@ -6,7 +6,8 @@ import functools
 import pickle
 import time
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from .backends import Backend, create_backend
 from .cache import DiskCache, compiler_fingerprint, digest
@@ -15,9 +16,17 @@ from .compiler.client import CompilerProcess
 from .compiler.diagnostics import Diagnostic, SlangCompileError, SlangCompilerCrash, parse_diagnostics
 from .compiler.reflection import DeclInfo, EntryPointInfo, FunctionInfo, ProgramReflection
 
+if TYPE_CHECKING:
+    from .autodiff import SlangFunction
+    from .kernels import ComputeKernel
+
 __all__ = ["CellResult", "CompiledKernel", "Session"]
 
 CODE_TARGETS = ("hlsl", "glsl", "spirv-asm", "metal", "wgsl", "cuda", "cpp")
+# Our own Slang modules (playground, printing, rendering: `import playground;` as in the Slang
+# Playground) are found on this search path; their text is part of every cache key.
+MODULE_DIR = Path(__file__).with_name("slang")
+_SEARCH = ("-I", str(MODULE_DIR))
 
 
 @dataclass(frozen=True)
@@ -82,11 +91,14 @@ class Session:
         defines: Mapping[str, str] | None = None,
         compiler: CompilerProcess | None = None,
         threads: int | None = None,
+        checked: bool = False,
+        timeout: float | None = None,
+        isolate: bool = True,
     ) -> None:
         self.options = tuple(options)
         self.defines = dict(defines or {})  # change with set_define(), so kernels see it
         self.cache = DiskCache(cache_dir, enabled=cache)
-        self.fingerprint = compiler_fingerprint()
+        self.fingerprint = digest(compiler_fingerprint(), *(p.read_bytes() for p in sorted(MODULE_DIR.glob("*.slang"))))
         self._compiler = compiler or CompilerProcess()
         self._compiler.start()
         self._cells: dict[str, Cell] = {}
@@ -96,6 +108,12 @@ class Session:
         self.revision = 0  # bumped whenever cells or the backend change
         self._entry_rev = 0
         self.threads = threads
+        # CPU backend: checked=True reports out-of-range buffer indices (BoundsError); timeout= stops a
+        # dispatch after that many seconds (KernelTimeout); isolate=False runs kernels in this process
+        # (lower overhead, but a crashing kernel takes the notebook down with it).
+        self.checked = checked
+        self.timeout = timeout
+        self.isolate = isolate
         self.backend: Backend = create_backend(backend, self)
 
     # -- cells --------------------------------------------------------------------------------------
@@ -170,7 +188,7 @@ class Session:
                 reply = self._compiler.call(
                     "check", what=name, module=module, path=name, source=full,
                     deps=[(d.module, d.name, d.digest) for d in deps],
-                    blobs={d.digest: d.blob for d in deps}, options=self.options, defines=self.defines,
+                    blobs={d.digest: d.blob for d in deps}, options=(*_SEARCH, *self.options), defines=self.defines,
                 )
             except SlangCompilerCrash as exc:
                 cell.error = str(exc)
@@ -192,6 +210,8 @@ class Session:
         later = [c for n, c in self._cells.items() if n != name and c not in earlier and c.ok]
         out = []
         for d in diags:
+            if d.cell is None and d.severity in ("error", "internal"):  # e.g. an internal compiler error
+                d = Diagnostic(d.severity, d.code, name, 0, 0, d.message)
             if d.code == "E30015" and "'" in d.message:
                 ident = d.message.split("'")[1]
                 owner = next((c.name for c in later if ident in c.defines()), None)
@@ -334,7 +354,7 @@ class Session:
             reply = self._compiler.call(
                 "compile", what=what, module=module, path=what, source=source, entry_points=list(entries),
                 target=target, deps=[(d.module, d.name, d.digest) for d in deps],
-                blobs={d.digest: d.blob for d in deps}, options=opts, defines=self.defines,
+                blobs={d.digest: d.blob for d in deps}, options=(*_SEARCH, *opts), defines=self.defines,
             )
             if reply["ok"]:
                 self.cache.put("kernels", key, pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL))
@@ -378,7 +398,7 @@ class Session:
             "disassemble", what=cell.name, module=cell.module, path=cell.name,
             source=import_prefix([c.module for c in imports]) + cell.source,
             deps=[(d.module, d.name, d.digest) for d in deps], blobs={d.digest: d.blob for d in deps},
-            options=self.options, defines=self.defines,
+            options=(*_SEARCH, *self.options), defines=self.defines,
         )
         if not reply["ok"]:
             raise SlangCompileError(f"could not disassemble {cell.name}",
@@ -394,6 +414,15 @@ class Session:
         """A preprocessor define for cells run from now on and for every kernel compiled after this."""
         self.defines[name] = value
         self.revision += 1
+
+    def reset_device(self) -> None:
+        """Start the backend afresh (the CPU worker process, or a new device): use after a kernel left it
+        in a bad state. Cells stay compiled; arrays you hold are untouched."""
+        reset = getattr(self.backend, "reset", None)
+        if reset is not None:
+            reset()
+        else:
+            self.set_backend(self.backend.name)
 
     def set_backend(self, name: str) -> None:
         """Switch backend; cells stay compiled (kernels are rebuilt for the new target on first use)."""

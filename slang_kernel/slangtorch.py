@@ -25,7 +25,7 @@ from .session import Session
 __all__ = ["BoundKernel", "KernelHandle", "SlangTorchModule", "loadModule"]
 
 MAX_DIM = 5  # kSlangTorchTensorMaxDim in Slang's CUDA prelude
-_TENSOR_VIEW = struct.Struct(f"<Q{MAX_DIM}I{MAX_DIM}II")  # data, strides (bytes), sizes, ndim, pad: 56 bytes
+_TENSOR_VIEW = struct.Struct(f"<Q{MAX_DIM}I{MAX_DIM}III")  # data, strides (bytes), sizes, ndim, pad: 56 bytes
 _KERNEL = re.compile(r"\[\s*CUDAKernel\s*\](?:\s*\[[^\]]*\])*\s*void\s+(\w+)\s*\(")
 _DIFF = re.compile(r"\[\s*Differentiable\s*\]")
 
@@ -143,7 +143,9 @@ class SlangTorchModule:
         if self._module is None:
             from .backends.cuda import NVRTC_OPTIONS
 
-            self._module = cupy.RawModule(code=self._compiled.code, options=NVRTC_OPTIONS)
+            # [CUDAKernel] functions are not extern "C": NVRTC resolves their C++ names for us.
+            names = re.findall(r"__global__ void (\w+)\(", self._compiled.code)
+            self._module = cupy.RawModule(code=self._compiled.code, options=NVRTC_OPTIONS, name_expressions=names)
         fn = self._functions.get(entry)
         if fn is None:
             name, _, mode = entry.partition("#")

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import os
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 
@@ -61,6 +61,18 @@ def cpu_session(cache_dir: str) -> Iterator[sk.Session]:
     s = sk.Session(backend="cpu", cache_dir=cache_dir)
     yield s
     s.close()
+
+
+@pytest.fixture()
+def ipython(cache_dir: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """A fresh IPython InteractiveShell with `%load_ext slang_kernel` done (cleared afterwards)."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    monkeypatch.setenv("SLANG_KERNEL_CACHE_DIR", cache_dir)
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "slang_kernel")
+    yield shell
+    InteractiveShell.clear_instance()
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

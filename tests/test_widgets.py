@@ -3,36 +3,14 @@ control validation, static fallbacks. Fast; no browser, no Slang engine."""
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import logging
-import pathlib
-import sys
 
 import numpy as np
 import pytest
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-
-
-def _load_widgets():
-    try:
-        import slang_kernel.widgets as w
-
-        w.BufferView  # a stale editable install may map the folder as a namespace package
-        return w
-    except (ImportError, AttributeError):
-        root = REPO / "widgets"
-        spec = importlib.util.spec_from_file_location(
-            "slang_kernel.widgets", root / "__init__.py", submodule_search_locations=[str(root)])
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = mod
-        spec.loader.exec_module(mod)
-        return mod
-
-
-W = _load_widgets()
+import slang_kernel.widgets as W
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 

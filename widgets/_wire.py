@@ -20,6 +20,14 @@ __all__ = [
     "FrameRequest",
     "FrameError",
     "ControlSpec",
+    "IRInstData",
+    "IRBlockData",
+    "IRFunctionData",
+    "IRViewData",
+    "IRGraphData",
+    "IRSelection",
+    "GradInputData",
+    "TrainMeta",
 ]
 
 
@@ -146,3 +154,100 @@ class ControlSpec(TypedDict, total=False):
     max: float
     step: float
     value: object
+
+
+# ---------------------------------------------------------------- IRGraph (data: slang_kernel.gradients)
+
+
+class IRInstData(TypedDict):
+    """One instruction: ``loc`` is [line in the cell, column] (``-g`` IR), ``ops`` operand ids."""
+
+    id: str
+    name: str | None
+    op: str
+    type: str | None
+    text: str
+    loc: list[int] | None
+    ops: list[str]
+    callee: str | None
+    nodiff: bool
+
+
+class IRBlockData(TypedDict):
+    label: str
+    insts: list[IRInstData]
+    succ: list[str]
+    structure: list[list[str]]  # [kind, label]: merge / break / continue targets
+    back: list[str]             # successors reached by a loop back edge
+
+
+class IRFunctionData(TypedDict):
+    id: str
+    name: str
+    role: str | None     # forward / backward_primal / backward_propagate / ... for s_fwd_* etc.
+    primal: str | None   # name of the function it differentiates
+    user: bool           # from the cell (has source locations) or autodiff-generated
+    decorations: list[str]
+    blocks: list[IRBlockData]
+    n_insts: int
+
+
+class IRViewData(TypedDict):
+    id: str
+    title: str           # "module (-g)", "AFTER finalizeAutoDiffPass", "BEFORE simplifyIR", ...
+    functions: list[IRFunctionData]
+    edges: list[dict]    # function level: call / derivative / copy (slang_kernel.ir.to_graph)
+    derivatives: list[dict]
+    errors: list[str]
+
+
+class IRGraphData(TypedDict):
+    name: str
+    cell: str
+    source: str                   # the cell's text (for the source pane)
+    views: list[IRViewData]
+    related: list[list[str]]      # [view, function]: the primal, then its generated derivatives
+    compare: list[str]            # [before view, after view] of the chosen pass, or []
+    notes: list[str]
+
+
+class IRSelection(TypedDict):
+    """Browser -> Python (the ``selected`` trait): the instruction clicked."""
+
+    view: str
+    function: str
+    inst: str
+    text: str
+    line: int | None
+
+
+# ---------------------------------------------------------------- GradientFlow
+
+
+class GradInputData(TypedDict):
+    """One input of a gradient check (slang_kernel.gradients.InputGrad.to_json)."""
+
+    name: str
+    type: str
+    kind: Literal["diff", "no_diff", "nondiff"]
+    value: object
+    bwd: object
+    fwd: object
+    numeric: object
+    abs_error: object
+    bad: object
+    max_abs_error: float
+    ok: bool | None
+    fwd_ok: bool | None
+
+
+class TrainMeta(TypedDict):
+    """Header of the training history; heat maps travel in the binary ``_heat`` trait.
+
+    Per parameter buffer: ``norms`` (L2 norm per recorded step), ``hist`` (histogram of the latest
+    gradient), and a heat map of steps x element bins: uint8 codes (0..252 |grad| between 0 and
+    ``hmax``, 254 NaN/Inf) at byte offset ``offset``, ``rows`` x ``cols``.
+    """
+
+    steps: list[int]
+    params: list[dict]

@@ -2,8 +2,9 @@
 // Frames arrive as raw bytes (u1 or f4, H x W x C) and are tone-mapped here: exposure,
 // colormap (single channel), optional sRGB. Zoom with the wheel, pan by dragging (shift-drag when a
 // Mouse control owns plain drags), hover shows (x, y) and the raw pixel values.
-// Live controls: at most one frame request is in flight; the next one is sent only after the
-// previous frame was drawn (or an error came back), so frames never queue.
+// Live controls: at most two frame requests are in flight (request n+1 is rendered while frame n
+// travels); a new request is sent only when an answer came back (frame drawn or error), each one with
+// the newest control values, so frames never queue.
 
 const NAN_RGB = [255, 0, 255];
 
@@ -83,6 +84,7 @@ function tonemap(raw, meta, opts, out) {
 function render({ model, el: host }) {
   const root = el("div", "sk-img", host);
   root.dataset.frames = "0";
+  const stats = root.__skStats = [];
   const bar = el("div", "sk-img-bar", root);
   const expLabel = el("label", "sk-img-exp", bar, "exposure ");
   const exp = el("input", "", expLabel);
@@ -147,22 +149,50 @@ function render({ model, el: host }) {
     ctx.imageSmoothingEnabled = false;
     ctx.setTransform(view.s, 0, 0, view.s, view.x, view.y);
     ctx.drawImage(off, 0, 0);
-    zoomLbl.textContent = ` ${meta.width}\u00d7${meta.height}\u00d7${meta.channels} ${meta.dtype}  zoom ${(view.s * 100).toFixed(0)}%`;
+    zoomLbl.textContent = ` ${meta.width}\u00d7${meta.height}\u00d7${meta.channels} ${meta.dtype}${meta.preview ? " (jpeg)" : ""}  zoom ${(view.s * 100).toFixed(0)}%`;
+  }
+  // Frames are shown in arrival order; a JPEG frame (dtype "jpeg": a live loop's preview of an opaque
+  // RGB(A) u1 frame) is decoded off the main thread first and then handled as RGBA u1.
+  let chain = Promise.resolve(), lastLossy = false;
+  const dec = document.createElement("canvas");
+  const decCtx = dec.getContext("2d", { willReadFrequently: true });
+  async function decodeJpeg(dv, m) {
+    const bmp = await createImageBitmap(new Blob([dv], { type: "image/jpeg" }));
+    if (dec.width !== m.width || dec.height !== m.height) { dec.width = m.width; dec.height = m.height; }
+    decCtx.drawImage(bmp, 0, 0);
+    bmp.close();
+    return decCtx.getImageData(0, 0, m.width, m.height).data;
   }
   function loadFrame() {
     const t0 = performance.now();
-    meta = model.get("_frame_meta");
-    if (!meta || !meta.width) { meta = null; return; }
-    const dv = model.get("_frame");
-    raw = meta.dtype === "u1" ? typedView(dv, Uint8Array) : typedView(dv, Float32Array);
-    const sizeChanged = !imgData || imgData.width !== meta.width || imgData.height !== meta.height;
-    retone();
-    if (sizeChanged || !fitted) fit();
-    root.dataset.frames = String(Number(root.dataset.frames) + 1);
-    const now = performance.now();
-    drawnTimes.push(now);
-    root.dataset.drawMs = (now - t0).toFixed(2);
-    if (inFlight) root.dataset.rttMs = (now - sentAt).toFixed(1);
+    const m = model.get("_frame_meta"), dv = model.get("_frame");
+    chain = chain.then(async () => {
+      if (!m || !m.width) { meta = null; return; }
+      const t1 = performance.now();
+      let pixels, shown = m;
+      if (m.dtype === "jpeg") {
+        try { pixels = await decodeJpeg(dv, m); } catch (e) { console.warn("ImageView: bad JPEG frame", e); return; }
+        shown = { ...m, dtype: "u1", channels: 4, preview: true };
+      } else {
+        pixels = m.dtype === "u1" ? typedView(dv, Uint8Array) : typedView(dv, Float32Array);
+      }
+      meta = shown; raw = pixels; lastLossy = !!shown.preview;
+      const sizeChanged = !imgData || imgData.width !== meta.width || imgData.height !== meta.height;
+      retone();
+      if (sizeChanged || !fitted) fit();
+      root.dataset.frames = String(Number(root.dataset.frames) + 1);
+      const now = performance.now();
+      drawnTimes.push(now);
+      root.dataset.drawMs = (now - t1).toFixed(2);
+      const sent = settle(m.reqs);
+      if (sent === sent) root.dataset.rttMs = (now - sent).toFixed(1);
+      // per-frame timestamps (ms since the epoch; one machine, so comparable with Python's) for benches
+      const T0 = performance.timeOrigin;
+      stats.push({ req: T0 + sent, pyRecv: m.t_recv, pySent: m.t_sent, render: m.render_ms, bytes: dv ? dv.byteLength : 0,
+                   ws: window.__skWs || 0, recv: T0 + t0, start: T0 + t1, drawn: T0 + now });
+      if (stats.length > 600) stats.splice(0, stats.length - 600);
+    });
+    return chain;
   }
   function syncBar() {
     cmap.style.display = meta && meta.channels === 1 ? "" : "none"; // colormaps apply to one channel
@@ -247,29 +277,51 @@ function render({ model, el: host }) {
   const specs = model.get("_controls") || [];
   const timeCtl = specs.find((c) => c.kind === "time");
   const frameCtl = specs.find((c) => c.kind === "frame");
-  let inFlight = false, sentAt = 0, pending = {}, hasPending = false;
+  // Up to DEPTH requests are in flight (like jupyter_rfb's max_buffered_frames): the kernel renders
+  // frame n+1 while frame n travels, which hides the transport latency. Every request carries the
+  // newest values when it is sent, so at most DEPTH-1 frames behind the controls are ever shown.
+  const DEPTH = 2, MIN_INTERVAL = 1000 / 60;
+  const inFlight = new Map(); // request id -> performance.now() when sent
+  let nextReq = 1, lastSent = -1e9, timer = 0, pending = {}, hasPending = false;
   let playing = false, timeMs = 0, playStart = 0, frameId = 0;
   const drawnTimes = [];
 
   function want(values) { Object.assign(pending, values); hasPending = true; pump(); }
   function pump() {
-    if (inFlight && performance.now() - sentAt < 10000) return; // stale after 10 s (kernel restart)
+    const now = performance.now();
+    for (const [id, t] of inFlight) if (now - t > 10000) inFlight.delete(id); // lost (kernel restart)
+    if (inFlight.size >= DEPTH || timer) return;
     if (!hasPending && !playing) return;
+    const wait = playing ? MIN_INTERVAL - (now - lastSent) : 0;  // not faster than ~60 Hz
+    if (wait > 1) { timer = setTimeout(() => { timer = 0; pump(); }, wait); return; }
     const values = pending;
     if (playing) {
-      timeMs = performance.now() - playStart;
+      timeMs = now - playStart;
       if (timeCtl) values[timeCtl.name] = timeMs;
       if (frameCtl) values[frameCtl.name] = frameId++;
     }
     pending = {}; hasPending = false;
-    inFlight = true; sentAt = performance.now();
-    model.send({ type: "frame", values });
+    const req = nextReq++;
+    inFlight.set(req, now); lastSent = now;
+    model.send({ type: "frame", values, req, lossy: true });
+  }
+  function settle(reqs) {
+    // the frame (or error) answering `reqs` arrived; returns when the oldest of them was sent
+    let sent = NaN;
+    for (const id of reqs || []) {
+      if (inFlight.has(id)) { const t = inFlight.get(id); sent = sent < t ? sent : t; inFlight.delete(id); }
+    }
+    return sent;
   }
   function ack() {
-    // the frame is drawn: ask for the next one now, but not faster than ~60 Hz
-    inFlight = false;
-    const wait = playing ? 1000 / 60 - (performance.now() - sentAt) : 0;
-    if (wait > 1) setTimeout(pump, wait); else pump();
+    pump();
+    if (lastLossy && !playing && !hasPending && !timer && inFlight.size === 0) {
+      // the loop rests on a JPEG preview: fetch the exact pixels of that frame (no re-render)
+      const req = nextReq++;
+      inFlight.set(req, performance.now());
+      lastLossy = false;
+      model.send({ type: "exact", req });
+    }
   }
   for (const spec of specs) {
     const row = el("label", "sk-ctl sk-ctl-" + spec.kind, ctrlBox);
@@ -307,11 +359,12 @@ function render({ model, el: host }) {
     }
   }
 
-  function onFrame() { loadFrame(); syncBar(); errBox.textContent = ""; ack(); }
+  function onFrame() { loadFrame().then(() => { syncBar(); errBox.textContent = ""; ack(); }); }
   function onCustom(msg) {
     if (msg && msg.type === "error") {
       errBox.textContent = msg.message;
       playing = false;
+      if (Array.isArray(msg.reqs)) settle(msg.reqs); else inFlight.clear();
       ack();
     }
   }
@@ -319,7 +372,7 @@ function render({ model, el: host }) {
   model.on("change:_frame_meta", onFrame);
   model.on("msg:custom", onCustom);
   for (const k of ["exposure", "colormap", "srgb", "range"]) model.on("change:" + k, onTone);
-  loadFrame();
+  loadFrame().then(syncBar);
   syncBar();
   return () => {
     playing = false;

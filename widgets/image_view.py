@@ -8,6 +8,7 @@ kernel is busy), and hovering shows the exact raw values. The numpy twin of that
 
 from __future__ import annotations
 
+import io
 import logging
 import pathlib
 import time
@@ -27,8 +28,14 @@ log = logging.getLogger("slang_kernel.widgets")
 _HERE = pathlib.Path(__file__).parent
 
 
-def _frame_payload(img: np.ndarray, seq: int) -> tuple[bytes, FrameMeta]:
-    """Binary frame + header for an (H, W) / (H, W, 1..4) float or uint8 array."""
+JPEG_QUALITY = 90
+
+
+def _frame_payload(img: np.ndarray, seq: int, lossy: bool = False) -> tuple[bytes, FrameMeta]:
+    """Binary frame + header for an (H, W) / (H, W, 1..4) float or uint8 array.
+
+    ``lossy``: an opaque RGB(A) uint8 frame travels as JPEG (dtype ``"jpeg"``), for frames of a
+    running loop; the browser asks for the exact frame again once the loop rests."""
     a = np.asarray(img)
     if a.ndim == 2:
         a = a[:, :, None]
@@ -48,7 +55,28 @@ def _frame_payload(img: np.ndarray, seq: int) -> tuple[bytes, FrameMeta]:
             hi = hi if hi > lo else lo + 1.0
     meta: FrameMeta = {"width": a.shape[1], "height": a.shape[0], "channels": a.shape[2],
                        "dtype": dtype, "seq": seq, "lo": lo, "hi": hi}  # type: ignore[typeddict-item]
+    if lossy and dtype == "u1" and a.shape[2] >= 3:
+        jpeg = _jpeg(data)
+        if jpeg is not None:  # decoded to RGBA u1 in the browser
+            meta.update(dtype="jpeg", channels=4)  # type: ignore[typeddict-item]
+            return jpeg, meta
     return data.tobytes(), meta
+
+
+def _jpeg(rgb: np.ndarray) -> bytes | None:
+    """JPEG (quality 90, no chroma subsampling) of an opaque (H, W, 3|4) uint8 image; None when it has
+    transparency or Pillow is missing. ~3 ms and ~40 KB for 512x512 instead of 1 MB raw."""
+    if rgb.shape[2] == 4:
+        if rgb[..., 3].min() != 255:
+            return None
+        rgb = rgb[..., :3]
+    try:
+        from PIL import Image
+    except ImportError:  # pragma: no cover - Pillow is a dependency of matplotlib
+        return None
+    buf = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(rgb)).save(buf, "JPEG", quality=JPEG_QUALITY, subsampling=0)
+    return buf.getvalue()
 
 
 class ImageView(anywidget.AnyWidget):
@@ -74,6 +102,7 @@ class ImageView(anywidget.AnyWidget):
                          _luts=luts, **kwargs)
         self._image: np.ndarray | None = None
         self._seq = 0
+        self._answer: dict[str, Any] = {}
         if image is not None:
             self.update(image)
 
@@ -82,14 +111,20 @@ class ImageView(anywidget.AnyWidget):
         """The last image shown (as given)."""
         return self._image
 
-    def update(self, image: np.ndarray) -> None:
-        """Show a new image (one binary state message carrying frame and header)."""
+    def update(self, image: np.ndarray, *, lossy: bool = False) -> None:
+        """Show a new image (one binary state message carrying frame and header).
+
+        lossy: send an opaque uint8 RGB(A) image as JPEG (live loops: ~25x fewer bytes; the
+        browser's websocket receive, not the kernel, bounds the frame rate of 1 MB frames)."""
         self._seq += 1
-        data, meta = _frame_payload(image, self._seq)
+        data, meta = _frame_payload(image, self._seq, lossy)
         self._image = np.asarray(image)
+        extra: dict[str, Any] = dict(self._answer)  # which requests this frame answers + timings
+        self._answer = {}
+        extra["t_sent"] = time.time() * 1e3
         with self.hold_sync():
             self._frame = data
-            self._frame_meta = dict(meta)
+            self._frame_meta = {**meta, **extra}
 
     def to_rgba(self) -> np.ndarray:
         """The current image tone-mapped as the browser shows it, (H, W, 4) uint8."""
@@ -116,18 +151,27 @@ class LiveImage(ImageView):
 
     ``controls`` maps names to :class:`~.controls.Control` objects; ``values`` holds the validated
     current values. With a ``Time`` control, play/pause runs a frame loop driven by the browser: it
-    asks for frame n+1 only after drawing frame n, so frames never queue up.
+    keeps at most two requests in flight (each with the newest values), so frames never queue up.
+
+    lossy: while the loop runs (or a control is dragged), opaque uint8 RGB(A) frames travel as JPEG
+    (~40 KB instead of 1 MB at 512x512); once it rests the browser fetches the exact pixels of the
+    last frame (no re-render), so hovering and the PNG fallback always see exact values. Float
+    frames always travel raw.
     """
 
     def __init__(self, render: Callable[[dict[str, Any]], np.ndarray],
                  controls: Mapping[str, Control] | None = None, *, size: tuple[int, int] = (512, 512),
-                 **kwargs: Any) -> None:
+                 lossy: bool = True, **kwargs: Any) -> None:
         super().__init__(size=size, **kwargs)
+        self.lossy = lossy
         self.render = render
         self.controls: dict[str, Control] = dict(controls or {})
         self.values: dict[str, Any] = {k: c.default for k, c in self.controls.items()}
         self.render_ms: float = 0.0
         self.frames_rendered = 0
+        self._reqs: list[int] = []  # browser request ids the next frame answers
+        self._t_recv = 0.0
+        self._lossy = False
         self._controls = [c.spec(k) for k, c in self.controls.items()]
         self.on_msg(self._on_msg)
         self.refresh()
@@ -138,7 +182,9 @@ class LiveImage(ImageView):
         img = self.render(dict(self.values))
         self.render_ms = (time.perf_counter() - t0) * 1e3
         self.frames_rendered += 1
-        self.update(img)
+        self._answer = {"reqs": self._reqs, "t_recv": self._t_recv, "render_ms": self.render_ms}
+        self._reqs = []
+        self.update(img, lossy=self._lossy)
 
     def set_values(self, incoming: object) -> dict[str, Any]:
         """Validate ``incoming`` against the controls, merge what is valid, return it."""
@@ -147,14 +193,27 @@ class LiveImage(ImageView):
         return clean
 
     def _on_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        self._t_recv = time.time() * 1e3
+        if isinstance(content, dict) and content.get("type") == "exact":
+            # the loop rests: the exact (raw) pixels of the frame shown last, without re-rendering
+            req = content.get("req")
+            if self._image is not None:
+                self._answer = {"reqs": [req] if isinstance(req, int) else [], "t_recv": self._t_recv}
+                self.update(self._image)
+            return
         if not isinstance(content, dict) or content.get("type") != "frame":
             log.warning("LiveImage: ignored message of type %r",
                         content.get("type") if isinstance(content, dict) else type(content).__name__)
             return
+        reqs = content.get("reqs", [content.get("req")])
+        self._reqs = [r for r in reqs if isinstance(r, int) and not isinstance(r, bool)] if isinstance(reqs, list) else []
+        self._lossy = self.lossy and content.get("lossy") is True
         self.set_values(content.get("values", {}))
         try:
             self.refresh()
         except Exception as exc:  # noqa: BLE001 - the browser must get an answer or its loop stalls
             log.exception("LiveImage render failed")
             err: FrameError = {"type": "error", "message": f"{type(exc).__name__}: {exc}"}
+            err["reqs"] = self._reqs  # type: ignore[typeddict-unknown-key]
+            self._reqs = []
             self.send(err)

@@ -73,6 +73,7 @@ class CudaBackend:
         self._name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
         self._modules: dict[str, Any] = {}
         self._plans: dict[str, _Plan] = {}
+        self._launch = cupy.cuda.driver.launchKernel
         self._lock = threading.Lock()
 
     def describe(self) -> str:
@@ -139,40 +140,38 @@ class CudaBackend:
     def _plan(self, kernel: "CompiledKernel") -> "_Plan":
         plan = self._plans.get(kernel.key)
         if plan is None:
-            plan = self._plans[kernel.key] = _Plan(kernel, self.cupy)
+            mod, fn = self.load(kernel)
+            plan = self._plans[kernel.key] = _Plan(kernel, self.cupy, mod, fn)
         return plan
 
     def dispatch(self, kernel: "CompiledKernel", groups: tuple[int, int, int], values: Mapping[str, Any]) -> None:
-        cupy = self.cupy
-        mod, fn = self.load(kernel)
-        plan = self._plan(kernel)
+        plan = self._plans.get(kernel.key) or self._plan(kernel)
+        packer: Packer | None = None  # the general path, only for arguments the fast encoders decline
         writebacks: list[tuple[np.ndarray, Any]] = []
-        packer = Packer(self._bind(writebacks))
-        ep = plan.entry
         args = []
         for p, fast in plan.params:
             v = values[p.name]
             data = fast(v) if fast is not None else None
-            args.append(data if data is not None else packer.encode(p.type, v, p.name))
-        refl = kernel.reflection
-        if refl.globals:
-            glob = packer.pack_struct(refl.globals, refl.globals_size, values, "")
-            ptr = mod.get_global("SLANG_globalParams")
+            if data is None:
+                packer = packer or Packer(self._bind(writebacks))
+                data = packer.encode(p.type, v, p.name)
+            args.append(data)
+        if plan.globals:
+            packer = packer or Packer(self._bind(writebacks))
+            glob = packer.pack_struct(plan.globals, kernel.reflection.globals_size, values, "")
             host = np.frombuffer(bytes(glob), np.uint8)
-            ptr.copy_from_host(host.ctypes.data, host.nbytes)
-        bx, by, bz = ep.numthreads
-        stream = cupy.cuda.get_current_stream()
+            plan.module.get_global("SLANG_globalParams").copy_from_host(host.ctypes.data, host.nbytes)
+        stream = self.cupy.cuda.get_current_stream()
         with plan.lock:  # the argument slots are reused from launch to launch
             for slot, a in zip(plan.slots, args):
                 if len(a) > len(slot):
                     raise ParameterError(f"{kernel.entry}: an argument encoded to {len(a)} bytes, more than its slot")
                 ctypes.memmove(slot, a, len(a))
-            cupy.cuda.driver.launchKernel(fn.ptr, *groups, bx, by, bz, 0, stream.ptr, plan.params_ptr, 0)
+            self._launch(plan.fn_ptr, *groups, *plan.block, 0, stream.ptr, plan.params_ptr, 0)
         for host, dev in writebacks:
             dev.get(out=host, stream=stream)
         if writebacks or plan.printf:
             stream.synchronize()
-        del packer
 
     def close(self) -> None:
         self._modules.clear()
@@ -183,8 +182,11 @@ class _Plan:
     """Per-kernel fast encoders for the common argument kinds (scalars, CuPy arrays as buffers), so
     a launch costs little more than CuPy's own; anything else takes the general packer."""
 
-    def __init__(self, kernel: "CompiledKernel", cupy: Any) -> None:
+    def __init__(self, kernel: "CompiledKernel", cupy: Any, module: Any, fn: Any) -> None:
         self.entry = kernel.entry_point
+        self.module, self.fn_ptr = module, fn.ptr
+        self.block = self.entry.numthreads
+        self.globals = kernel.reflection.globals
         self.params = [(p, fast_encoder(p.type, cupy.ndarray, _device_pointer)) for p in self.entry.uniforms]
         self.slots = [ctypes.create_string_buffer(max(16, p.type.size)) for p in self.entry.uniforms]
         self._params = (ctypes.c_void_p * max(1, len(self.slots)))(*[ctypes.addressof(b) for b in self.slots])

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 import sys
 import threading
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 

@@ -362,7 +362,7 @@ def inspect(code: str, cursor_pos: int, names: Mapping[str, DeclInfo], kernels: 
         # cursor after "name(" or "name ": inspect the name before it
         m = re.search(r"([A-Za-z_]\w*)\s*\(?\s*$", code[:cursor_pos])
         if m:
-            word, start, end = m.group(1), m.start(1), m.end(1)
+            word, start = m.group(1), m.start(1)
     if not word:
         return None
     kernels = set(kernels)

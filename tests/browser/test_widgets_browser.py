@@ -8,38 +8,13 @@ Playwright, saves screenshots to artifacts/ and prints the measured numbers.
 from __future__ import annotations
 
 import json
-import os
-import pathlib
-import secrets
-import shutil
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 
 import pytest
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-ARTIFACTS = REPO / "artifacts"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 
-LOADER = f'''\
-import importlib.util, pathlib, sys
-try:
-    import slang_kernel.widgets as W
-    W.BufferView
-except (ImportError, AttributeError):  # not installed (or a stale editable install): load widgets/
-    _root = pathlib.Path({str(REPO)!r}) / "widgets"
-    _spec = importlib.util.spec_from_file_location("slang_kernel.widgets", _root / "__init__.py",
-                                                   submodule_search_locations=[str(_root)])
-    W = importlib.util.module_from_spec(_spec); sys.modules[_spec.name] = W; _spec.loader.exec_module(W)
-import numpy as np'''
+LOADER = "import numpy as np\nimport slang_kernel.widgets as W"
 
 CELLS = [
     LOADER,
@@ -67,55 +42,11 @@ CELLS = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory):
-    """A JupyterLab server on a temp root dir holding the generated notebook; stopped by PID."""
-    if not pathlib.Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} not installed (apt-get install -y chromium)")
-    pytest.importorskip("playwright.sync_api")
-    root = tmp_path_factory.mktemp("labroot")
-    nb = {"cells": [{"cell_type": "code", "execution_count": None, "id": f"c{i}", "metadata": {},
-                     "outputs": [], "source": src} for i, src in enumerate(CELLS)],
-          "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
-          "nbformat": 4, "nbformat_minor": 5}
-    (root / "widgets.ipynb").write_text(json.dumps(nb))
-    settings = root / ".settings" / "@jupyterlab" / "apputils-extension"
-    settings.mkdir(parents=True)
-    (settings / "notification.jupyterlab-settings").write_text(
-        '{"fetchNews": "false", "checkForUpdates": false}')
-    port, token = _free_port(), secrets.token_hex(16)
-    env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(root / ".settings"),
-               JUPYTERLAB_WORKSPACES_DIR=str(root / ".workspaces"))
-    jupyter = shutil.which("jupyter", path=str(pathlib.Path(sys.executable).parent)) or "jupyter"
-    log = open(root / "lab.log", "w")
-    proc = subprocess.Popen(
-        [jupyter, "lab", "--no-browser", f"--port={port}", f"--ServerApp.token={token}",
-         "--ServerApp.ip=127.0.0.1", "--allow-root", f"--ServerApp.root_dir={root}"],
-        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.time() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={token}", timeout=2)
-                break
-            except OSError:
-                if proc.poll() is not None or time.time() > deadline:
-                    raise RuntimeError("JupyterLab did not start:\n" + (root / "lab.log").read_text()[-3000:])
-                time.sleep(0.3)
-        yield f"http://127.0.0.1:{port}/lab/tree/widgets.ipynb?token={token}"
-    finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)  # the session started above: server + its kernels
-            proc.wait(timeout=10)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            os.killpg(proc.pid, signal.SIGKILL)
-        log.close()
+def lab(tmp_path_factory: pytest.TempPathFactory, lab_tools):
+    """A JupyterLab server on a temp root dir holding the generated notebook (tests/browser/conftest.py)."""
+    with lab_tools.jupyterlab(tmp_path_factory.mktemp("labroot"), CELLS, "widgets.ipynb") as url:
+        yield url
 
 
 CANVAS_STATS = """(c) => {
@@ -130,18 +61,26 @@ CANVAS_STATS = """(c) => {
 }"""
 
 
+# frames drawn in 5 s, and per-stage medians (ms) from the page's per-frame timestamps
+# (root.__skStats; Python and the page share one wall clock): up = request -> Python handler,
+# python = render + encode, down = Python -> page, draw = (JPEG decode +) tone map + draw.
 FPS_JS = """(root) => new Promise((done) => {
-  const f0 = Number(root.dataset.frames), rtt = [];
+  const f0 = Number(root.dataset.frames), rtt = [], s = root.__skStats || [], n0 = s.length;
   const poll = setInterval(() => rtt.push(Number(root.dataset.rttMs)), 100);
+  const med = (xs) => { xs = xs.filter((x) => x === x).sort((a, b) => a - b); return xs.length ? Math.round(10 * xs[xs.length >> 1]) / 10 : null; };
   setTimeout(() => {
     clearInterval(poll);
-    rtt.sort((a, b) => a - b);
-    done({frames: Number(root.dataset.frames) - f0, rtt_median: rtt[rtt.length >> 1]});
+    const r = s.slice(n0);
+    done({frames: Number(root.dataset.frames) - f0, rtt_median: med(rtt),
+          stages: {up: med(r.map((x) => x.pyRecv - x.req)), python: med(r.map((x) => x.pySent - x.pyRecv)),
+                   render: med(r.map((x) => x.render)), down: med(r.map((x) => x.recv - x.pySent)),
+                   draw: med(r.map((x) => x.drawn - x.start)), kb: med(r.map((x) => x.bytes / 1024))}});
   }, 5000);
 })"""
 
 
-def test_widgets_in_jupyterlab(lab: str) -> None:
+def test_widgets_in_jupyterlab(lab: str, lab_tools) -> None:
+    ARTIFACTS, CHROMIUM, CHROMIUM_ARGS = lab_tools.ARTIFACTS, lab_tools.CHROMIUM, lab_tools.CHROMIUM_ARGS
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(exist_ok=True)
@@ -201,6 +140,7 @@ def test_widgets_in_jupyterlab(lab: str) -> None:
             play.click()
             numbers["liveimage_fps_512_rgba8"] = round(loop["frames"] / 5.0, 1)
             numbers["liveimage_request_to_drawn_ms_median"] = loop["rtt_median"]
+            numbers["liveimage_stage_ms_median"] = loop["stages"]
             assert loop["frames"] >= 10, loop
             lcanvas.hover(position={"x": 100, "y": 120})
             assert live.locator(".sk-img-hover").inner_text().startswith("(")
