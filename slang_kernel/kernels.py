@@ -77,13 +77,15 @@ def _param_text(p: ParamInfo) -> str:
 
 
 def check_parameters(kernel: "CompiledKernel", values: Mapping[str, Any]) -> None:
-    """Missing or unknown parameters are an error that names them, with their Slang types."""
+    """Missing or unknown parameters are an error that names them, with their Slang types.
+
+    Globals that the kernel's code never touches (from other cells) may be left out."""
     if values.keys() == kernel.parameter_names:
         return
     ep = kernel.entry_point
-    expected = {p.name: p for p in (*ep.uniforms, *kernel.reflection.globals)}
-    missing = [p for n, p in expected.items() if n not in values]
-    extra = [n for n in values if n not in expected]
+    every = {p.name: p for p in (*ep.uniforms, *kernel.reflection.globals)}
+    missing = [every[n] for n in kernel.parameter_names if n not in values]
+    extra = [n for n in values if n not in every]
     if not missing and not extra:
         return
     parts = []
@@ -91,7 +93,7 @@ def check_parameters(kernel: "CompiledKernel", values: Mapping[str, Any]) -> Non
         parts.append("missing " + ", ".join(_param_text(p) for p in missing))
     if extra:
         parts.append("unknown " + ", ".join(f"`{n}`" for n in extra))
-    sig = ", ".join(_param_text(p) for p in expected.values()) or "none"
+    sig = ", ".join(_param_text(every[n]) for n in every if n in kernel.parameter_names) or "none"
     raise TypeError(f"{ep.name}(): {'; '.join(parts)}. Its parameters: {sig}.")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import pickle
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
 __all__ = ["CellResult", "CompiledKernel", "Session"]
 
 CODE_TARGETS = ("hlsl", "glsl", "spirv-asm", "metal", "wgsl", "cuda", "cpp")
+_USER_CODE = re.compile(r'#line \d+ "')           # generated code after Slang's inlined prelude
+_GLOBALS_STRUCT = re.compile(r"struct GlobalParams_\d+\s*\{[^}]*\};")
 # Our own Slang modules (playground, printing, rendering: `import playground;` as in the Slang
 # Playground) are found on this search path; their text is part of every cache key.
 MODULE_DIR = Path(__file__).with_name("slang")
@@ -61,6 +64,7 @@ class CompiledKernel:
     module: str = ""               # the Slang module compiled (for backends that compile from source: vulkan)
     source: str = ""               # its full source, import prefix included
     deps: tuple[str, ...] = ()     # names of the cells it loads, in load order
+    globals_from_cpp: frozenset[str] | None = None  # used globals, read off a C++ build (binary targets)
 
     @functools.cached_property
     def entry_point(self) -> EntryPointInfo:
@@ -68,9 +72,26 @@ class CompiledKernel:
 
     @functools.cached_property
     def parameter_names(self) -> frozenset[str]:
-        """Entry-point uniforms and globals: what a dispatch must be given."""
-        ep = self.entry_point
-        return frozenset(p.name for p in (*ep.uniforms, *self.reflection.globals))
+        """What a dispatch must be given: entry-point uniforms and the globals this kernel uses."""
+        used = self.used_globals
+        return frozenset([p.name for p in self.entry_point.uniforms]
+                         + [p.name for p in self.reflection.globals if used is None or p.name in used])
+
+    @functools.cached_property
+    def used_globals(self) -> frozenset[str] | None:
+        """Globals the generated code reads or writes (None where the target's code cannot tell).
+
+        Reflection lists every global of every imported cell; a kernel that touches none of another
+        cell's globals should not have to be given them. In C++ and CUDA output a global `g` is the
+        field `g_N` of the GlobalParams struct, so after removing that struct's declaration, a
+        mention of `g_N` is a use (erring towards "used": a false positive only asks for a value).
+        """
+        if self.target not in ("cpp", "cuda"):
+            return self.globals_from_cpp
+        m = _USER_CODE.search(self.code)
+        body = _GLOBALS_STRUCT.sub("", self.code[m.start():] if m else self.code)
+        return frozenset(p.name for p in self.reflection.globals
+                         if re.search(rf"\b{re.escape(p.name)}_\d+\b", body))
 
 
 class Session:
@@ -368,10 +389,18 @@ class Session:
                         "below name the construct): run this kernel with backend='vulkan' or 'cuda'.")
             raise SlangCompileError(f"{', '.join(entries) or what} did not compile for target {target}.{hint}",
                                     diags, sources)
+        used: dict[str, frozenset[str] | None] = {e: None for e in names}
+        if target not in ("cpp", "cuda") and entries and reply["reflection"].globals:
+            try:  # which globals each kernel touches, read off its C++ (cached; binary targets hide it)
+                used = {e: k.used_globals for e, k in
+                        self.compile_source(what, module, source, entries, "cpp", deps,
+                                            line_offset=line_offset).items()}
+            except SlangCompileError:
+                pass  # e.g. barriers, which C++ lacks: then every global is required
         out = {}
         for e in names:
             ck = CompiledKernel(f"{key}/{e}", e, target, reply["code"][e], reply["reflection"], what, tuple(diags),
-                                module, source, tuple(d.name for d in deps))
+                                module, source, tuple(d.name for d in deps), used[e])
             self._compiled[ck.key] = ck
             out[e] = ck
         return out

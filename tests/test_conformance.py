@@ -291,3 +291,20 @@ void agree(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o, un
     b = np.zeros(256, np.float32)
     session.kernel("agree")(threads=256, o=b, x=x)
     np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_unused_globals_of_other_cells_may_be_left_out(session: sk.Session) -> None:
+    session.run_cell("RWStructuredBuffer<float> g_first; RWStructuredBuffer<float> g_second; uniform float g_gain;",
+                     name="t_globs")
+    session.run_cell("""
+[shader("compute")][numthreads(16, 1, 1)]
+void use_first(uint3 t: SV_DispatchThreadID) { g_first[t.x] = g_gain * t.x; }
+[shader("compute")][numthreads(16, 1, 1)]
+void use_second(uint3 t: SV_DispatchThreadID) { g_second[t.x] = 3; }""", name="t_globs_use")
+    a, b = np.zeros(16, np.float32), np.zeros(16, np.float32)
+    session.kernel("use_first")(threads=16, g_first=a, g_gain=2.0)
+    session.kernel("use_second")(threads=16, g_second=b)
+    np.testing.assert_array_equal(a, 2 * np.arange(16))
+    np.testing.assert_array_equal(b, 3)
+    with pytest.raises(TypeError, match=r"missing `g_gain` \(float\)"):
+        session.kernel("use_first")(threads=16, g_first=a)

@@ -160,7 +160,7 @@ class Packer:
                     where: str) -> bytearray:
         buf = bytearray(size)
         for f in fields:
-            if f.varying:
+            if f.varying or f.name not in values:  # an unused global may be left out: it stays zero
                 continue
             self.write(buf, f.offset, f.type, values[f.name], f"{where}{f.name}")
         return buf
@@ -281,6 +281,8 @@ class StructPlan:
     def pack(self, values: Mapping[str, Any], packer: Packer) -> bytearray:
         buf = bytearray(self.size)
         for f, fast in self.fields:
+            if f.name not in values:  # an unused global the caller left out: it stays zero
+                continue
             v = values[f.name]
             data = fast(v) if fast is not None else None
             if data is None:

@@ -422,7 +422,8 @@ class VulkanBackend:
         binder = _Binder(self)
         try:
             entry = {p.name: binder.value(p.type, values[p.name], p.name) for p in ep.uniforms}
-            glob = {p.name: binder.value(p.type, values[p.name], p.name) for p in kernel.reflection.globals}
+            glob = {p.name: binder.value(p.type, values[p.name], p.name) for p in kernel.reflection.globals
+                    if p.name in values}
         except Exception:
             binder.release()
             raise
