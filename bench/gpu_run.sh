@@ -10,8 +10,8 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 what=${1:-all}
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/gpu.txt"
 if [ "$what" = tests ] || [ "$what" = all ]; then
-  python3 -m pytest -p no:cacheprovider -ra -q tests/test_conformance.py --backends cuda,vulkan \
-    2>&1 | tee "$OUT/conformance_gpu.log"
+  python3 -m pytest -p no:cacheprovider -ra -q tests/test_conformance.py tests/test_bad_input.py \
+    --backends cuda,vulkan 2>&1 | tee "$OUT/conformance_gpu.log"
   python3 -m pytest -p no:cacheprovider -ra -q tests/test_vulkan.py tests/test_cuda.py 2>&1 | tee "$OUT/backend_tests_gpu.log"
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
