@@ -20,7 +20,7 @@ import numpy as np
 from ..compiler.reflection import TypeInfo
 from . import BackendUnavailable
 from .cpu import _body
-from ._packing import Packer, ParameterError, buffer_array, element_dtype, fast_encoder
+from ._packing import Packer, ParameterError, buffer_array, element_dtype, fast_writer
 
 if TYPE_CHECKING:
     from ..session import CompiledKernel, Session
@@ -146,32 +146,32 @@ class CudaBackend:
 
     def dispatch(self, kernel: "CompiledKernel", groups: tuple[int, int, int], values: Mapping[str, Any]) -> None:
         plan = self._plans.get(kernel.key) or self._plan(kernel)
-        packer: Packer | None = None  # the general path, only for arguments the fast encoders decline
+        packer: Packer | None = None  # the general path, only for arguments the fast writers decline
         writebacks: list[tuple[np.ndarray, Any]] = []
-        args = []
-        for p, fast in plan.params:
-            v = values[p.name]
-            data = fast(v) if fast is not None else None
-            if data is None:
-                packer = packer or Packer(self._bind(writebacks))
-                data = packer.encode(p.type, v, p.name)
-            args.append(data)
-        if plan.globals:
-            packer = packer or Packer(self._bind(writebacks))
-            glob = packer.pack_struct(plan.globals, kernel.reflection.globals_size, values, "")
-            host = np.frombuffer(bytes(glob), np.uint8)
-            plan.module.get_global("SLANG_globalParams").copy_from_host(host.ctypes.data, host.nbytes)
         stream = self.cupy.cuda.get_current_stream()
         with plan.lock:  # the argument slots are reused from launch to launch
-            for slot, a in zip(plan.slots, args):
-                if len(a) > len(slot):
-                    raise ParameterError(f"{kernel.entry}: an argument encoded to {len(a)} bytes, more than its slot")
-                ctypes.memmove(slot, a, len(a))
+            for (p, write), slot in zip(plan.params, plan.slots):
+                v = values[p.name]
+                if write is None or not write(v, slot):
+                    packer = packer or Packer(self._bind(writebacks))
+                    data = packer.encode(p.type, v, p.name)
+                    if len(data) > len(slot):
+                        raise ParameterError(f"{kernel.entry}: `{p.name}` encoded to {len(data)} bytes, "
+                                             f"more than its {len(slot)}-byte argument slot")
+                    ctypes.memmove(slot, data, len(data))
+            if plan.globals:
+                self._upload_globals(plan, kernel, values, packer or Packer(self._bind(writebacks)))
             self._launch(plan.fn_ptr, *groups, *plan.block, 0, stream.ptr, plan.params_ptr, 0)
         for host, dev in writebacks:
             dev.get(out=host, stream=stream)
         if writebacks or plan.printf:
             stream.synchronize()
+
+    def _upload_globals(self, plan: "_Plan", kernel: "CompiledKernel", values: Mapping[str, Any],
+                        packer: Packer) -> None:
+        glob = packer.pack_struct(plan.globals, kernel.reflection.globals_size, values, "")
+        host = np.frombuffer(bytes(glob), np.uint8)
+        plan.module.get_global("SLANG_globalParams").copy_from_host(host.ctypes.data, host.nbytes)
 
     def close(self) -> None:
         self._modules.clear()
@@ -187,7 +187,7 @@ class _Plan:
         self.module, self.fn_ptr = module, fn.ptr
         self.block = self.entry.numthreads
         self.globals = kernel.reflection.globals
-        self.params = [(p, fast_encoder(p.type, cupy.ndarray, _device_pointer)) for p in self.entry.uniforms]
+        self.params = [(p, fast_writer(p.type, cupy.ndarray, _device_pointer)) for p in self.entry.uniforms]
         self.slots = [ctypes.create_string_buffer(max(16, p.type.size)) for p in self.entry.uniforms]
         self._params = (ctypes.c_void_p * max(1, len(self.slots)))(*[ctypes.addressof(b) for b in self.slots])
         self.params_ptr = ctypes.addressof(self._params)
