@@ -10,7 +10,7 @@ file descriptors travel separately as one byte carrying SCM_RIGHTS right after t
 announces them):
   {"op": "map", "id": N, "size": S} + fd    -> {"addr": A}       map a shared segment
   {"op": "unmap", "ids": [N, ...]}          -> (no reply)        drop segments
-  {"op": "run", "so": PATH, "entry": NAME, "slices": [((x,y,z),(x,y,z)), ...],
+  {"op": "run", "so": PATH, "entry": NAME, "slices": [((x,y,z),(x,y,z)), ...], "threads": N,
    "params": bytes, "globals": bytes, "checked": bool, "flush": bool}
         -> {"ok": True, "bounds": (count, index, size, data_ptr) | None, "ms": float}
         |  {"error": TEXT, "kind": "load" | "run"}
@@ -134,11 +134,12 @@ class Worker:
         if len(slices) == 1:
             _run(fn, slices[0], e_addr, g_addr)
         else:
-            if self.pool is None or self.pool_size < len(slices):
+            threads = min(len(slices), int(msg.get("threads") or len(slices)))
+            if self.pool is None or self.pool_size != threads:
                 if self.pool is not None:
                     self.pool.shutdown(wait=True)
-                self.pool = ThreadPoolExecutor(len(slices), thread_name_prefix="slang-cpu")
-                self.pool_size = len(slices)
+                self.pool = ThreadPoolExecutor(threads, thread_name_prefix="slang-cpu")
+                self.pool_size = threads
             for f in [self.pool.submit(_run, fn, s, e_addr, g_addr) for s in slices]:
                 f.result()
         ms = (time.perf_counter() - t0) * 1000

@@ -316,6 +316,7 @@ class CpuBackend:
             raise
         assert ctx is not None
         msg = {"op": "run", "so": loaded.path, "entry": loaded.entry, "slices": self._split(groups),
+               "threads": self.workers,
                "params": bytes(entry), "globals": bytes(glob), "flush": loaded.printf}
         t0 = time.perf_counter()
         try:
@@ -388,9 +389,11 @@ class CpuBackend:
                 self._proc.restart()
 
     def _split(self, groups: tuple[int, int, int]) -> list[tuple[tuple[int, int, int], tuple[int, int, int]]]:
+        """Slices of the group range along its longest axis: several per thread, taken by whichever
+        thread is free, so an uneven kernel (a Mandelbrot's busy half) still keeps every core busy."""
         axis = max(range(3), key=groups.__getitem__)
         n = groups[axis]
-        parts = min(self.workers, n)
+        parts = min(self.workers * 8 if self.workers > 1 else 1, n)
         out = []
         for i in range(parts):
             lo, hi = n * i // parts, n * (i + 1) // parts
