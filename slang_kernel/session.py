@@ -135,7 +135,11 @@ class Session:
         self.checked = checked
         self.timeout = timeout
         self.isolate = isolate
-        self.backend: Backend = create_backend(backend, self)
+        try:
+            self.backend: Backend = create_backend(backend, self)
+        except BaseException:
+            self._compiler.close()  # no backend, no session: do not leave the compiler running
+            raise
 
     # -- cells --------------------------------------------------------------------------------------
 
@@ -195,8 +199,7 @@ class Session:
         imports = resolve_imports(idents, earlier)
         deps = self._closure(imports)
         full = import_prefix([c.module for c in imports]) + source
-        key = digest("check", self.fingerprint, name, module, full, *self.options,
-                     *sorted(f"{k}={v}" for k, v in self.defines.items()), *(d.digest for d in deps))
+        key = self._check_key(name, module, full, deps)
         cell = Cell(name=name, module=module, source=source, imports=tuple(c.name for c in imports),
                     digest=key, idents=idents)
         hit = self.cache.get("cells", key)
@@ -254,9 +257,7 @@ class Session:
             imports = resolve_imports(cell.idents, earlier)
             deps = self._closure(imports)
             full = import_prefix([c.module for c in imports]) + cell.source
-            key = digest("check", self.fingerprint, cell.name, cell.module, full, *self.options,
-                         *sorted(f"{k}={v}" for k, v in self.defines.items()), *(d.digest for d in deps))
-            if key == cell.digest and cell.ok:
+            if self._check_key(cell.name, cell.module, full, deps) == cell.digest and cell.ok:
                 continue
             new = self._check(cell.name, cell.module, cell.source, earlier)
             if new.error is not None:  # keep what it defined, so lookups can say it is broken
@@ -264,6 +265,11 @@ class Session:
             self._cells[later_name] = new
             (broken if new.error is not None else recompiled).append(later_name)
         return tuple(recompiled), tuple(broken)
+
+    def _check_key(self, name: str, module: str, full_source: str, deps: Sequence[Cell]) -> str:
+        """What a cell's check depends on: compiler, options, its text and its dependencies' revisions."""
+        return digest("check", self.fingerprint, name, module, full_source, *self.options,
+                      *sorted(f"{k}={v}" for k, v in self.defines.items()), *(d.digest for d in deps))
 
     def _closure(self, cells: Iterable[Cell]) -> list[Cell]:
         """The cells these import, transitively, in session order (the order blobs must load)."""
@@ -397,6 +403,9 @@ class Session:
                                             line_offset=line_offset).items()}
             except SlangCompileError:
                 pass  # e.g. barriers, which C++ lacks: then every global is required
+        if len(self._compiled) > 512:  # old revisions are only ever needed again through the disk cache
+            for old in list(self._compiled)[:256]:
+                del self._compiled[old]
         out = {}
         for e in names:
             ck = CompiledKernel(f"{key}/{e}", e, target, reply["code"][e], reply["reflection"], what, tuple(diags),
