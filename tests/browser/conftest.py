@@ -28,6 +28,35 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-component-update", "--disable-sync"]
 
 
+CANVAS_STATS = """(c) => {
+  const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+  let h = 0, nonbg = 0; const colors = new Set();
+  for (let i = 0; i < d.length; i += 4) {
+    if (!(d[i] === 34 && d[i+1] === 34 && d[i+2] === 34)) nonbg++;
+    if (i % 64 === 0) colors.add((d[i] << 16) | (d[i+1] << 8) | d[i+2]);
+    h = (h * 31 + d[i] + 7 * d[i+1] + 13 * d[i+2]) >>> 0;
+  }
+  return {hash: h, nonbg, colors: colors.size};
+}"""
+
+# frames drawn in 5 s, and per-stage medians (ms) from the page's per-frame timestamps
+# (root.__skStats; Python and the page share one wall clock): up = request -> Python handler,
+# python = render + encode, down = Python -> page, draw = (JPEG decode +) tone map + draw.
+FPS_JS = """(root) => new Promise((done) => {
+  const f0 = Number(root.dataset.frames), rtt = [], s = root.__skStats || [], n0 = s.length;
+  const poll = setInterval(() => rtt.push(Number(root.dataset.rttMs)), 100);
+  const med = (xs) => { xs = xs.filter((x) => x === x).sort((a, b) => a - b); return xs.length ? Math.round(10 * xs[xs.length >> 1]) / 10 : null; };
+  setTimeout(() => {
+    clearInterval(poll);
+    const r = s.slice(n0);
+    done({frames: Number(root.dataset.frames) - f0, rtt_median: med(rtt),
+          stages: {up: med(r.map((x) => x.pyRecv - x.req)), python: med(r.map((x) => x.pySent - x.pyRecv)),
+                   render: med(r.map((x) => x.render)), down: med(r.map((x) => x.recv - x.pySent)),
+                   draw: med(r.map((x) => x.drawn - x.start)), kb: med(r.map((x) => x.bytes / 1024))}});
+  }, 5000);
+})"""
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -94,6 +123,8 @@ class _Tools:
     """What browser tests need from here (tests/browser is not a package, so no relative imports)."""
 
     ARTIFACTS = ARTIFACTS
+    CANVAS_STATS = CANVAS_STATS
+    FPS_JS = FPS_JS
     CHROMIUM = CHROMIUM
     CHROMIUM_ARGS = CHROMIUM_ARGS
     jupyterlab = staticmethod(jupyterlab)

@@ -10,31 +10,13 @@ from __future__ import annotations
 import base64
 import io
 import json
-import os
-import pathlib
-import secrets
-import shutil
-import signal
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 
 import pytest
 
+from tests.test_playground import SHADER  # the same Playground example as the unit tests
+
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
-
-REPO = pathlib.Path(__file__).resolve().parents[2]
-ARTIFACTS = REPO / "artifacts"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
-
-sys.path.insert(0, str(REPO / "tests"))
-from test_playground import SHADER  # noqa: E402  (the same Playground example as the unit tests)
-
-sys.path.pop(0)
 
 LIVE_CPU = '''\
 import numpy as np, slang_kernel as sk
@@ -62,82 +44,14 @@ CELLS = [
     LIVE_CPU,
 ]
 
-CANVAS_STATS = """(c) => {
-  const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-  let h = 0, nonbg = 0; const colors = new Set();
-  for (let i = 0; i < d.length; i += 4) {
-    if (!(d[i] === 34 && d[i+1] === 34 && d[i+2] === 34)) nonbg++;
-    if (i % 64 === 0) colors.add((d[i] << 16) | (d[i+1] << 8) | d[i+2]);
-    h = (h * 31 + d[i] + 7 * d[i+1] + 13 * d[i+2]) >>> 0;
-  }
-  return {hash: h, nonbg, colors: colors.size};
-}"""
 
-# frames drawn in 5 s, and per-stage medians (ms) from the page's per-frame timestamps
-# (root.__skStats; Python and the page share one wall clock): up = request -> Python handler,
-# python = render + encode, down = Python -> page, draw = (JPEG decode +) tone map + draw.
-FPS_JS = """(root) => new Promise((done) => {
-  const f0 = Number(root.dataset.frames), rtt = [], s = root.__skStats || [], n0 = s.length;
-  const poll = setInterval(() => rtt.push(Number(root.dataset.rttMs)), 100);
-  const med = (xs) => { xs = xs.filter((x) => x === x).sort((a, b) => a - b); return xs.length ? Math.round(10 * xs[xs.length >> 1]) / 10 : null; };
-  setTimeout(() => {
-    clearInterval(poll);
-    const r = s.slice(n0);
-    done({frames: Number(root.dataset.frames) - f0, rtt_median: med(rtt),
-          stages: {up: med(r.map((x) => x.pyRecv - x.req)), python: med(r.map((x) => x.pySent - x.pyRecv)),
-                   render: med(r.map((x) => x.render)), down: med(r.map((x) => x.recv - x.pySent)),
-                   draw: med(r.map((x) => x.drawn - x.start)), kb: med(r.map((x) => x.bytes / 1024))}});
-  }, 5000);
-})"""
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory):
-    if not pathlib.Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} not installed (apt-get install -y chromium)")
-    pytest.importorskip("playwright.sync_api")
+def lab(tmp_path_factory: pytest.TempPathFactory, lab_tools):
     root = tmp_path_factory.mktemp("pglab")
-    nb = {"cells": [{"cell_type": "code", "execution_count": None, "id": f"c{i}", "metadata": {},
-                     "outputs": [], "source": src} for i, src in enumerate(CELLS)],
-          "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
-          "nbformat": 4, "nbformat_minor": 5}
-    (root / "playground.ipynb").write_text(json.dumps(nb))
-    settings = root / ".settings" / "@jupyterlab" / "apputils-extension"
-    settings.mkdir(parents=True)
-    (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false", "checkForUpdates": false}')
-    port, token = _free_port(), secrets.token_hex(16)
-    env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(root / ".settings"),
-               JUPYTERLAB_WORKSPACES_DIR=str(root / ".workspaces"))
-    jupyter = shutil.which("jupyter", path=str(pathlib.Path(sys.executable).parent)) or "jupyter"
-    log = open(root / "lab.log", "w")
-    proc = subprocess.Popen(
-        [jupyter, "lab", "--no-browser", f"--port={port}", f"--ServerApp.token={token}",
-         "--ServerApp.ip=127.0.0.1", "--allow-root", f"--ServerApp.root_dir={root}"],
-        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.time() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={token}", timeout=2)
-                break
-            except OSError:
-                if proc.poll() is not None or time.time() > deadline:
-                    raise RuntimeError("JupyterLab did not start:\n" + (root / "lab.log").read_text()[-3000:])
-                time.sleep(0.3)
-        yield f"http://127.0.0.1:{port}/lab/tree/playground.ipynb?token={token}", root
-    finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=10)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            os.killpg(proc.pid, signal.SIGKILL)
-        log.close()
+    with lab_tools.jupyterlab(root, CELLS, "playground.ipynb") as url:
+        yield url, root
 
 
 def _png_stats(b64: str) -> tuple[tuple[int, int], float]:
@@ -148,9 +62,11 @@ def _png_stats(b64: str) -> tuple[tuple[int, int], float]:
     return img.shape[:2], float(img.std())
 
 
-def test_playground_cell_in_jupyterlab(lab) -> None:
+def test_playground_cell_in_jupyterlab(lab, lab_tools) -> None:
     from playwright.sync_api import sync_playwright
 
+    ARTIFACTS, CHROMIUM, CHROMIUM_ARGS = lab_tools.ARTIFACTS, lab_tools.CHROMIUM, lab_tools.CHROMIUM_ARGS
+    CANVAS_STATS, FPS_JS = lab_tools.CANVAS_STATS, lab_tools.FPS_JS
     url, root = lab
     ARTIFACTS.mkdir(exist_ok=True)
     numbers: dict[str, object] = {}
