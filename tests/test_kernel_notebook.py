@@ -137,3 +137,11 @@ def _session_cells(client: Any, nb: Any) -> str:
     client.execute_cell(probe, len(nb.cells) - 1)
     nb.cells.remove(probe)
     return _text(probe.outputs[0])
+
+
+def test_a_widget_displays(executed: Any) -> None:
+    _, nb = executed
+    outs = _cell(nb, "BufferView(y)").outputs
+    assert not [o for o in outs if o["output_type"] == "error"], [_text(o) for o in outs]
+    data = next(o["data"] for o in outs if o["output_type"] in ("execute_result", "display_data"))
+    assert "application/vnd.jupyter.widget-view+json" in data and "text/html" in data
