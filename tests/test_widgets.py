@@ -256,3 +256,32 @@ def test_liveimage_renders_validated_values_and_reports_errors() -> None:
     data, _ = live._repr_mimebundle_()
     px = _png_pixels(data["image/png"])  # the last good frame
     assert px.shape == (8, 8, 4) and px[0, 0, 0] == 128
+
+
+def test_snapshot_makes_the_saved_png_the_last_frame() -> None:
+    """A static viewer shows the output's stored bundle: snapshot() makes it the current frame."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.display import display
+    from IPython.utils.capture import capture_output
+
+    frame = {"n": 0}
+
+    def render(values: dict) -> np.ndarray:
+        img = np.zeros((8, 8, 4), np.uint8)
+        img[..., 0] = 40 * frame["n"]
+        img[..., 3] = 255
+        return img
+
+    shell = InteractiveShell.instance()
+    try:
+        view = W.LiveImage(render, {"t": W.Time()}, size=(8, 8), lossy=False)
+        with capture_output() as cap:
+            display(view)
+            frame["n"] = 5
+            view.refresh()
+            view.snapshot()
+        first, last = cap.outputs[0].data["image/png"], cap.outputs[-1].data["image/png"]
+        assert len(cap.outputs) == 2 and first != last
+        assert "application/vnd.jupyter.widget-view+json" in cap.outputs[-1].data
+    finally:
+        InteractiveShell.clear_instance()

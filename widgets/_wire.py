@@ -132,12 +132,21 @@ class FrameMeta(TypedDict):
 class FrameRequest(TypedDict, total=False):
     """Browser -> Python: control values changed and/or the next frame of the loop is wanted.
 
-    The browser sends the next request only after it drew the previous frame (or got an error),
-    so at most one frame is ever in flight.
+    The browser keeps at most two requests in flight, each carrying the newest values (req: its
+    id, echoed in the answer; lossy: JPEG is acceptable), so frames never queue up.
     """
 
     type: Literal["frame"]
     values: dict[str, object]
+    req: int
+    lossy: bool
+
+
+class ExactRequest(TypedDict, total=False):
+    """Browser -> Python: the loop rests on a JPEG preview; send that frame's exact pixels."""
+
+    type: Literal["exact"]
+    req: int
 
 
 class FrameError(TypedDict):

@@ -103,6 +103,7 @@ class ImageView(anywidget.AnyWidget):
         self._image: np.ndarray | None = None
         self._seq = 0
         self._answer: dict[str, Any] = {}
+        self._display: Any = None  # the handle of this view's output, for snapshot()
         if image is not None:
             self.update(image)
 
@@ -144,6 +145,28 @@ class ImageView(anywidget.AnyWidget):
         if self._image is not None:
             data["image/png"] = png_preview(self.to_rgba())
         return data, meta
+
+    def _ipython_display_(self, **kwargs: Any) -> None:
+        """Display with a display id, so that snapshot() can refresh the saved PNG fallback."""
+        from IPython.display import display
+
+        bundle = self._repr_mimebundle_()
+        if bundle is None:
+            return
+        data, meta = bundle
+        self._display = display(data, metadata=meta, raw=True, display_id=True)
+
+    def snapshot(self) -> None:
+        """Make the output's static fallback (what GitHub or nbviewer show) the current frame.
+
+        The notebook stores the bundle of the moment the view was displayed; this replaces it. The
+        live view is re-created from the widget model (view-local zoom and slider positions reset),
+        which is why this is not done on every pause: call it before saving a notebook."""
+        if self._display is None or self._image is None:
+            return
+        bundle = self._repr_mimebundle_()
+        if bundle is not None:
+            self._display.update(bundle[0], metadata=bundle[1], raw=True)
 
 
 class LiveImage(ImageView):
