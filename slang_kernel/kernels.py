@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from .compiler.reflection import EntryPointInfo, ParamInfo
@@ -10,8 +11,8 @@ from .compiler.reflection import EntryPointInfo, ParamInfo
 if TYPE_CHECKING:
     from .session import CompiledKernel, Session
 
-__all__ = ["BoundsError", "ComputeKernel", "KernelCrash", "KernelInterrupted", "KernelTimeout", "check_parameters",
-           "groups_for"]
+__all__ = ["BoundsError", "ComputeKernel", "KernelCrash", "KernelInterrupted", "KernelTimeout", "OutOfRangeWarning",
+           "check_parameters", "groups_for"]
 
 
 class BoundsError(IndexError):
@@ -24,6 +25,14 @@ class BoundsError(IndexError):
             f"({size} elements). Out-of-range writes were dropped and reads gave 0; in-range results were "
             "written back.")
         self.kernel, self.count, self.index, self.size, self.buffer = kernel, count, index, size, buffer
+
+
+class OutOfRangeWarning(RuntimeWarning):
+    """A kernel indexed a buffer out of range; the accesses were made harmless (GPU semantics).
+    Shown every time (not once per place, as Python does for other warnings)."""
+
+
+warnings.simplefilter("always", OutOfRangeWarning)
 
 
 class KernelCrash(RuntimeError):

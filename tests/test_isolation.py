@@ -352,13 +352,15 @@ def test_in_range_kernels_pass_checked(checked: sk.Session) -> None:
     assert (dst == 1).all()
 
 
-def test_unchecked_drops_out_of_range_silently(iso: sk.Session) -> None:
+def test_unchecked_drops_out_of_range_and_warns(iso: sk.Session) -> None:
     iso.run_cell(OOB, name="oob")
     dst = np.zeros(64, np.float32)
     canary = np.full(1 << 16, 7, np.float32)
-    iso.kernel("oob_write")(threads=64, dst=dst, src=np.arange(64, dtype=np.float32), shift=1 << 20)
+    with pytest.warns(sk.OutOfRangeWarning, match=r"oob_write: 64 out-of-range access\(es\).*`dst`"):
+        iso.kernel("oob_write")(threads=64, dst=dst, src=np.arange(64, dtype=np.float32), shift=1 << 20)
     raw = np.zeros(4, np.uint32)
-    iso.kernel("oob_bytes")(threads=64, raw=raw, shift=1 << 20)
+    with pytest.warns(sk.OutOfRangeWarning, match="oob_bytes"):
+        iso.kernel("oob_bytes")(threads=64, raw=raw, shift=1 << 20)
     assert (dst == 0).all() and (raw == 0).all() and (canary == 7).all()
 
 

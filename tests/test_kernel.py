@@ -332,3 +332,24 @@ def test_magic_extension_keeps_the_kernel_error_display(kernel: Kernel) -> None:
 
 if __name__ == "__main__":
     unittest.main()
+
+
+@pytest.mark.slow
+def test_a_kernel_bug_never_takes_the_notebook_down(kernel: Kernel) -> None:
+    """The isolation issue's scenario, through the Jupyter protocol: an out-of-bounds kernel, an
+    endless one stopped by an interrupt, a syntax error; then earlier kernels and buffers still work."""
+    kernel.ok('[shader("compute")][numthreads(16, 1, 1)]\n'
+              "void triple(uint3 t: SV_DispatchThreadID, RWStructuredBuffer<float> v) { v[t.x] *= 3; }")
+    kernel.ok("%%python\nimport numpy as np\nkept = np.arange(16, dtype=np.float32)")
+    kernel.ok('[shader("compute")][numthreads(64, 1, 1)]\n'
+              "void scribble(uint3 t: SV_DispatchThreadID, RWStructuredBuffer<float> o) { o[t.x * 100000000] = 1; }")
+    _, out = kernel.execute("%%python\nsmall = np.zeros(4, np.float32)\nscribble(threads=4096, o=small)")
+    assert "OutOfRangeWarning" in stream(out, "stderr") and "`o`" in stream(out, "stderr")
+    kernel.ok('[shader("compute")][numthreads(1, 1, 1)]\n'
+              "void forever(uint3 t: SV_DispatchThreadID, RWStructuredBuffer<float> o)\n"
+              "{ float a = 0; while (o[0] >= 0) { a += 1; if (a > 1e30) o[1] = a; } }")
+    reply, _ = kernel.execute("%%python\nforever(threads=1, o=np.zeros(2, np.float32))", interrupt_after=1.0)
+    assert reply["status"] == "error" and reply["ename"] == "KernelInterrupted"
+    reply, _ = kernel.execute("float oops(float x) { return x +; }")
+    assert reply["status"] == "error" and any("^" in line for line in reply["traceback"])
+    assert kernel.python("triple(threads=16, v=kept); float(kept.sum()), float(kept[5])") == "(360.0, 15.0)"

@@ -191,7 +191,8 @@ def test_out_of_range_writes_do_not_corrupt_memory(cpu_session: sk.Session) -> N
 [shader("compute")][numthreads(64, 1, 1)]
 void oob(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o) { o[t.x * 1000000] = 1; }""")
     o = np.zeros(4, np.float32)
-    s.kernel("oob")(threads=4096, o=o)
+    with pytest.warns(sk.OutOfRangeWarning, match=r"oob: 4095 out-of-range access\(es\); the first .* of `o`"):
+        s.kernel("oob")(threads=4096, o=o)
     assert o[0] == 1 and (o[1:] == 0).all()
 
 

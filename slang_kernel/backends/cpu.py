@@ -22,6 +22,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -266,10 +267,8 @@ class CpuBackend:
         e_buf = (ctypes.c_char * max(1, len(entry))).from_buffer(entry if entry else bytearray(1))
         g_buf = (ctypes.c_char * max(1, len(glob))).from_buffer(glob if glob else bytearray(1))
         slices = self._split(groups)
-        report = None
-        if self.checked:
-            report = _BoundsReport.in_dll(lib, "sk_bounds_report")
-            report.count = 0
+        report = _BoundsReport.in_dll(lib, "sk_bounds_report")
+        report.count = 0
         with _CaptureStdout(enabled=loaded.printf):
             if len(slices) == 1:
                 _run(fn, slices[0], e_buf, g_buf)
@@ -278,17 +277,21 @@ class CpuBackend:
                 for f in [pool.submit(_run, fn, s, e_buf, g_buf) for s in slices]:
                     f.result()
         del packer
-        if report is not None and report.count:
+        if report.count:
             self._bounds_error(kernel, ctx, (report.count, report.index, report.size, report.data))
 
     def _bounds_error(self, kernel: "CompiledKernel", ctx: "_Context", report: tuple[int, int, int, int]) -> None:
-        from ..kernels import BoundsError
+        """Out-of-range accesses happened (and were made harmless): an error when checked, else a warning."""
+        from ..kernels import BoundsError, OutOfRangeWarning
 
         count, index, size, data = (int(x) for x in report)
         buffer = ctx.name_of(data)
         if buffer is None:
             buffer = "a local array" if data else None
-        raise BoundsError(kernel.entry, count, index, size, buffer)
+        error = BoundsError(kernel.entry, count, index, size, buffer)
+        if self.checked:
+            raise error
+        warnings.warn(f"{error} Session(checked=True) makes this an error.", OutOfRangeWarning, stacklevel=4)
 
     def _dispatch_worker(self, kernel: "CompiledKernel", loaded: "_Loaded", groups: tuple[int, int, int],
                          values: Mapping[str, Any]) -> None:

@@ -1,8 +1,9 @@
 // Included before Slang's generated C++ (g++ -include). Out-of-range buffer accesses behave as on
 // GPUs with robust buffer access: reads give zero, writes are dropped, memory stays intact. This
 // covers structured buffers, unsized arrays, byte-address buffers and fixed-size (local) arrays.
-// With SK_CHECKED the first out-of-range access is also recorded (index, element count and the
-// buffer's data pointer, which the host maps back to the parameter) for the host to report.
+// The first out-of-range access of a dispatch is also recorded (index, element count and the
+// buffer's data pointer, which the host maps back to the parameter): the host warns about it, or
+// with Session(checked=True) raises. Recording happens only on the out-of-range path.
 #pragma once
 #include <stddef.h>
 #include <string.h>
@@ -11,24 +12,18 @@
 
 extern "C" {
 struct SkBoundsReport { uint64_t count; uint64_t index; uint64_t size; uint64_t data; };
-#ifdef SK_CHECKED
 __attribute__((visibility("default"))) SkBoundsReport sk_bounds_report = {0, 0, 0, 0};
-#endif
 }
 
 alignas(64) static thread_local unsigned char sk_scratch[1 << 16];
 
 static inline void sk_oob_record(size_t index, size_t count, const void* data)
 {
-#ifdef SK_CHECKED
     if (__atomic_fetch_add(&sk_bounds_report.count, 1, __ATOMIC_RELAXED) == 0) {
         sk_bounds_report.index = index;
         sk_bounds_report.size = count;
         sk_bounds_report.data = (uint64_t)(uintptr_t)data;
     }
-#else
-    (void)index; (void)count; (void)data;
-#endif
 }
 
 static inline void* sk_oob_slot(size_t bytes, size_t index, size_t count, const void* data)
