@@ -13,7 +13,7 @@ from typing import Any
 from .backends import BackendUnavailable
 from .backends._packing import ParameterError
 from .compiler.diagnostics import Diagnostic, SlangCompileError, SlangCompilerCrash
-from .kernels import BoundsError, ComputeKernel, KernelCrash, KernelInterrupted, KernelTimeout, OutOfRangeWarning
+from .kernels import BoundsError, ComputeKernel, DeviceLost, KernelCrash, KernelInterrupted, KernelTimeout, OutOfRangeWarning
 from .session import CellResult, CompiledKernel, Session
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "CellResult",
     "CompiledKernel",
     "ComputeKernel",
+    "DeviceLost",
     "Diagnostic",
     "KernelCrash",
     "KernelInterrupted",

@@ -11,7 +11,7 @@ from .compiler.reflection import EntryPointInfo, ParamInfo
 if TYPE_CHECKING:
     from .session import CompiledKernel, Session
 
-__all__ = ["BoundsError", "ComputeKernel", "KernelCrash", "KernelInterrupted", "KernelTimeout", "OutOfRangeWarning",
+__all__ = ["BoundsError", "ComputeKernel", "DeviceLost", "KernelCrash", "KernelInterrupted", "KernelTimeout", "OutOfRangeWarning",
            "check_parameters", "groups_for"]
 
 
@@ -42,6 +42,10 @@ class KernelCrash(RuntimeError):
     def __init__(self, message: str, kernel: str = "", signal: str = "") -> None:
         super().__init__(message)
         self.kernel, self.signal = kernel, signal
+
+
+class DeviceLost(RuntimeError):
+    """The GPU context is unusable (e.g. CUDA_ERROR_ILLEGAL_ADDRESS is sticky): says what to do."""
 
 
 class KernelTimeout(TimeoutError):

@@ -118,3 +118,50 @@ def test_slangtorch_guide_square_line_for_line() -> None:
     m.square.fwd(input=(input, dx), output=(out, dout)).launchRaw(blockSize=(6, 1, 1), gridSize=(1, 1, 1))
     torch.cuda.synchronize()
     assert torch.allclose(dout, 2 * input) and torch.allclose(out, input * input)
+
+
+OOB = """
+[shader("compute")][numthreads(64, 1, 1)]
+void cuda_oob(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o, uniform StructuredBuffer<float> x)
+{
+    o[t.x * 4] = x[t.x];
+}"""
+
+
+def test_checked_session_names_kernel_buffer_and_index(tmp_path_factory: pytest.TempPathFactory) -> None:
+    try:
+        s = sk.Session(backend="cuda", checked=True, cache_dir=str(tmp_path_factory.mktemp("cuda-checked")))
+    except sk.BackendUnavailable as exc:
+        pytest.skip(f"cuda backend unavailable here: {exc}")
+    try:
+        s.run_cell(OOB, name="oob")
+        o, x = np.zeros(64, np.float32), np.ones(64, np.float32)
+        with pytest.raises(sk.BoundsError, match=r"cuda_oob: 48 out-of-range.* of `o` \(64 elements\)") as info:
+            s.kernel("cuda_oob")(threads=64, o=o, x=x)
+        assert info.value.buffer == "o" and info.value.index >= 64 and info.value.index % 4 == 0
+        o2 = np.zeros(256, np.float32)  # in range now: the context is fine
+        s.kernel("cuda_oob")(threads=64, o=o2, x=x)
+        assert o2[::4].sum() == 64
+    finally:
+        s.close()
+
+
+def test_sticky_cuda_error_says_what_to_do(tmp_path) -> None:
+    """Unchecked, a far out-of-range write breaks the CUDA context: the error says so and what to do
+    (in a subprocess: the broken context must not leak into the other tests)."""
+    pytest.importorskip("cupy")
+    import subprocess
+    import sys
+
+    script = tmp_path / "sticky.py"
+    script.write_text(
+        "import numpy as np, slang_kernel as sk\n"
+        "s = sk.Session(backend='cuda')\n"
+        "s.run_cell('''[shader(\"compute\")][numthreads(64,1,1)] void far(uint3 t: SV_DispatchThreadID, "
+        "uniform RWStructuredBuffer<float> o) { o[t.x * 1000000000u] = 1; }''')\n"
+        "try:\n    s.kernel('far')(threads=64, o=np.zeros(4, np.float32))\n"
+        "except sk.DeviceLost as e:\n    print('DEVICELOST', e)\n")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    if "cuda backend" in out.stderr and "unavailable" in out.stderr:
+        pytest.skip(out.stderr[-300:])
+    assert "DEVICELOST" in out.stdout and "restart the notebook's kernel" in out.stdout, out.stdout + out.stderr

@@ -272,7 +272,7 @@ def test_snapshot_makes_the_saved_png_the_last_frame() -> None:
         img[..., 3] = 255
         return img
 
-    shell = InteractiveShell.instance()
+    InteractiveShell.instance()  # display() needs a shell
     try:
         view = W.LiveImage(render, {"t": W.Time()}, size=(8, 8), lossy=False)
         with capture_output() as cap:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import struct
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["CudaBackend", "create"]
 
 NVRTC_OPTIONS = ("--std=c++17", "-default-device", "-lineinfo")
+CHECKED_PRELUDE = Path(__file__).with_name("cuda_prelude.h")
 
 
 def create(session: "Session") -> "CudaBackend":
@@ -74,6 +76,7 @@ class CudaBackend:
         self._modules: dict[str, Any] = {}
         self._plans: dict[str, _Plan] = {}
         self._launch = cupy.cuda.driver.launchKernel
+        self._last_pointers: dict[int, str] = {}
         self._lock = threading.Lock()
 
     def describe(self) -> str:
@@ -82,19 +85,25 @@ class CudaBackend:
     def compile_options(self, target: str) -> tuple[str, ...]:
         return ()
 
+    @property
+    def checked(self) -> bool:
+        return bool(getattr(self.session, "checked", False))
+
     def load(self, kernel: "CompiledKernel") -> tuple[Any, Any]:
+        key = f"{kernel.key}/checked" if self.checked else kernel.key
         with self._lock:
-            hit = self._modules.get(kernel.key)
+            hit = self._modules.get(key)
             if hit is None:
+                code = (CHECKED_PRELUDE.read_text() + kernel.code) if self.checked else kernel.code
                 try:
-                    mod = self.cupy.RawModule(code=kernel.code, options=NVRTC_OPTIONS)
+                    mod = self.cupy.RawModule(code=code, options=NVRTC_OPTIONS)
                     fn = mod.get_function(kernel.entry)
                     fn = getattr(fn, "kernel", fn)  # CuPy 13+: RawKernel wraps the driver Function
                 except self.cupy.cuda.compiler.CompileException as exc:
                     raise RuntimeError(
                         f"NVRTC could not compile the CUDA Slang generated for {kernel.entry} ({kernel.cell}):\n"
                         f"{str(exc)[-3000:]}") from None
-                hit = self._modules[kernel.key] = (mod, fn)
+                hit = self._modules[key] = (mod, fn)
         return hit
 
     # -- packing ------------------------------------------------------------------------------------
@@ -121,6 +130,8 @@ class CudaBackend:
                 if t.writable:
                     writebacks.append((host, dev))
             packer.keepalive.append(dev)
+            if self.checked:
+                self._last_pointers[int(dev.data.ptr)] = name  # to name a buffer in a bounds report
             return struct.pack("<QQ", dev.data.ptr, count)
 
         return bind
@@ -138,14 +149,23 @@ class CudaBackend:
         return int(dev.size // max(1, int(np.prod(shape))))
 
     def _plan(self, kernel: "CompiledKernel") -> "_Plan":
-        plan = self._plans.get(kernel.key)
+        key = (kernel.key, self.checked)
+        plan = self._plans.get(key)
         if plan is None:
             mod, fn = self.load(kernel)
-            plan = self._plans[kernel.key] = _Plan(kernel, self.cupy, mod, fn)
+            plan = self._plans[key] = _Plan(kernel, self.cupy, mod, fn, self.checked)
         return plan
 
     def dispatch(self, kernel: "CompiledKernel", groups: tuple[int, int, int], values: Mapping[str, Any]) -> None:
-        plan = self._plans.get(kernel.key) or self._plan(kernel)
+        try:
+            self._dispatch(kernel, groups, values)
+        except (self.cupy.cuda.driver.CUDADriverError, self.cupy.cuda.runtime.CUDARuntimeError) as exc:
+            raise _device_lost(kernel.entry, exc) from exc
+
+    def _dispatch(self, kernel: "CompiledKernel", groups: tuple[int, int, int], values: Mapping[str, Any]) -> None:
+        plan = self._plans.get((kernel.key, self.checked)) or self._plan(kernel)
+        if plan.report is not None:
+            self._last_pointers.clear()
         packer: Packer | None = None  # the general path, only for arguments the fast writers decline
         writebacks: list[tuple[np.ndarray, Any]] = []
         stream = self.cupy.cuda.get_current_stream()
@@ -161,11 +181,33 @@ class CudaBackend:
                     ctypes.memmove(slot, data, len(data))
             if plan.globals:
                 self._upload_globals(plan, kernel, values, packer or Packer(self._bind(writebacks)))
+            if plan.report is not None:
+                plan.report.memset_async(0, 32, stream)
             self._launch(plan.fn_ptr, *groups, *plan.block, 0, stream.ptr, plan.params_ptr, 0)
+        if plan.report is not None:
+            self._check_bounds(plan, kernel, values, stream, packer)
         for host, dev in writebacks:
             dev.get(out=host, stream=stream)
         if writebacks or plan.printf:
             stream.synchronize()
+
+    def _check_bounds(self, plan: "_Plan", kernel: "CompiledKernel", values: Mapping[str, Any], stream: Any,
+                      packer: Packer | None) -> None:
+        """Checked sessions: read the device's report of the first out-of-range index, name its buffer."""
+        from ..kernels import BoundsError
+
+        report = np.zeros(4, np.uint64)
+        stream.synchronize()
+        plan.report.copy_to_host(report.ctypes.data, 32)
+        count, index, size, data = (int(x) for x in report)
+        if not count:
+            return
+        pointers = dict(self._last_pointers)
+        for name, v in values.items():
+            dev = _on_device(v) if not isinstance(v, np.ndarray) else None
+            if dev is not None:
+                pointers[int(dev.data.ptr)] = name
+        raise BoundsError(kernel.entry, count, index, size, pointers.get(data) or ("a local array" if not data else None))
 
     def _upload_globals(self, plan: "_Plan", kernel: "CompiledKernel", values: Mapping[str, Any],
                         packer: Packer) -> None:
@@ -178,11 +220,29 @@ class CudaBackend:
         self._plans.clear()
 
 
+_STICKY = ("ILLEGAL_ADDRESS", "LAUNCH_FAILED", "ILLEGAL_INSTRUCTION", "MISALIGNED_ADDRESS", "HARDWARE_STACK_ERROR",
+           "INVALID_PC", "ASSERT", "illegal memory access", "unspecified launch failure")
+
+
+def _device_lost(entry: str, exc: Exception) -> Exception:
+    """A CUDA error while running `entry`: sticky ones break the context for good, so say what to do."""
+    from ..kernels import DeviceLost
+
+    text = str(exc)
+    if any(word in text for word in _STICKY):
+        return DeviceLost(
+            f"{entry}: the GPU reported {text}. CUDA keeps this error for the rest of the process, so "
+            "this Python kernel can no longer use the GPU: restart the notebook's kernel (your cells "
+            "re-run as before). To find the out-of-range index, run it with Session(checked=True), "
+            "which reports the kernel, buffer and index instead of breaking the context.")
+    return RuntimeError(f"{entry}: CUDA error {text}")
+
+
 class _Plan:
     """Per-kernel fast encoders for the common argument kinds (scalars, CuPy arrays as buffers), so
     a launch costs little more than CuPy's own; anything else takes the general packer."""
 
-    def __init__(self, kernel: "CompiledKernel", cupy: Any, module: Any, fn: Any) -> None:
+    def __init__(self, kernel: "CompiledKernel", cupy: Any, module: Any, fn: Any, checked: bool = False) -> None:
         self.entry = kernel.entry_point
         self.module, self.fn_ptr = module, fn.ptr
         self.block = self.entry.numthreads
@@ -193,6 +253,7 @@ class _Plan:
         self.params_ptr = ctypes.addressof(self._params)
         self.lock = threading.Lock()
         self.printf = "printf" in _body(kernel.code)
+        self.report = module.get_global("sk_bounds_report") if checked else None
 
 
 def _device_pointer(a: Any) -> int:
