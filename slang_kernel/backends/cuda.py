@@ -220,8 +220,9 @@ class CudaBackend:
         self._plans.clear()
 
 
-_STICKY = ("ILLEGAL_ADDRESS", "LAUNCH_FAILED", "ILLEGAL_INSTRUCTION", "MISALIGNED_ADDRESS", "HARDWARE_STACK_ERROR",
-           "INVALID_PC", "ASSERT", "illegal memory access", "unspecified launch failure")
+# Errors after which CUDA refuses the context for good, as CUDA/CuPy spell them without "_" and case.
+_STICKY = ("illegaladdress", "invalidaddressspace", "launchfail", "illegalinstruction", "misalignedaddress",
+           "hardwarestackerror", "invalidpc", "assert", "illegal memory access", "unspecified launch failure")
 
 
 def _device_lost(entry: str, exc: Exception) -> Exception:
@@ -229,7 +230,8 @@ def _device_lost(entry: str, exc: Exception) -> Exception:
     from ..kernels import DeviceLost
 
     text = str(exc)
-    if any(word in text for word in _STICKY):
+    flat = text.replace("_", "").lower()
+    if any(word in flat for word in _STICKY):
         return DeviceLost(
             f"{entry}: the GPU reported {text}. CUDA keeps this error for the rest of the process, so "
             "this Python kernel can no longer use the GPU: restart the notebook's kernel (your cells "
