@@ -368,3 +368,17 @@ def test_no_driver_raises_backend_unavailable_naming_the_package():
             "try:\n    sk.Session(backend='vulkan')\nexcept sk.BackendUnavailable as e:\n    print('UNAVAILABLE', e)\n")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120).stdout
     assert "UNAVAILABLE" in out and "mesa-vulkan-drivers" in out and "bookworm-backports" in out
+
+
+@pytest.mark.parametrize("bad", [np.zeros((16, 16, 3), np.float32), np.zeros((16, 16), np.float32),
+                                 np.zeros((16, 16, 4), np.int32), [1, 2, 3]],
+                         ids=["3-channels", "no-channels", "int32", "list"])
+def test_texture_of_the_wrong_format_is_refused(session: sk.Session, bad) -> None:
+    session.run_cell('[shader("compute")][numthreads(8, 8, 1)]\n'
+                     "void paint_tex(uint3 t: SV_DispatchThreadID, uniform RWTexture2D<float4> img)\n"
+                     "{ img[t.xy] = float4(1, 0, 0, 1); }", name="paint_tex")
+    with pytest.raises(sk.ParameterError, match=r"`img` is RWTexture2D<float4>: pass a numpy array of shape \(H, W, C\)"):
+        session.kernel("paint_tex")(threads=(16, 16), img=bad)
+    good = np.zeros((16, 16, 4), np.float32)
+    session.kernel("paint_tex")(threads=(16, 16), img=good)
+    assert (good[..., 0] == 1).all()

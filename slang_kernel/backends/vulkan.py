@@ -758,6 +758,8 @@ class _Binder:
         if hit is not None:
             return hit
         unorm8 = v2.dtype == np.uint8 and scalar.startswith("float")
+        if t.writable and scalar.startswith("float") and not unorm8 and v2.dtype.kind != "f":
+            raise _tex_mismatch(t, v, name, dims, channels)  # the kernel's floats would be truncated
         if t.writable:
             # storage images use the format Slang declares for the element type (float4 -> rgba32f)
             store_dt = {"float32": np.float32, "float16": np.float16, "uint32": np.uint32, "int32": np.int32}.get(scalar)
