@@ -165,3 +165,26 @@ def test_sticky_cuda_error_says_what_to_do(tmp_path) -> None:
     if "cuda backend" in out.stderr and "unavailable" in out.stderr:
         pytest.skip(out.stderr[-300:])
     assert "DEVICELOST" in out.stdout and "restart the notebook's kernel" in out.stdout, out.stdout + out.stderr
+
+
+def test_timeout_reports_a_long_kernel(tmp_path_factory: pytest.TempPathFactory) -> None:
+    try:
+        s = sk.Session(backend="cuda", timeout=0.5, cache_dir=str(tmp_path_factory.mktemp("cuda-timeout")))
+    except sk.BackendUnavailable as exc:
+        pytest.skip(f"cuda backend unavailable here: {exc}")
+    try:
+        s.run_cell("""
+[shader("compute")][numthreads(1, 1, 1)]
+void slow_cuda(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o, uniform uint n)
+{ float a = 0; for (uint i = 0; i < n; i++) { a += sin(a + float(i)); } o[0] = a; }""", name="slow")
+        o = np.zeros(1, np.float32)
+        with pytest.raises(sk.KernelTimeout, match="slow_cuda ran past the session's timeout of 0.5 s"):
+            s.kernel("slow_cuda")(threads=1, o=o, n=2_000_000_000)
+        assert o[0] == 0  # unchanged
+        import cupy
+
+        cupy.cuda.Device().synchronize()  # let it finish; the session works on
+        s.kernel("slow_cuda")(threads=1, o=o, n=10)
+        assert o[0] != 0
+    finally:
+        s.close()

@@ -184,12 +184,42 @@ class CudaBackend:
             if plan.report is not None:
                 plan.report.memset_async(0, 32, stream)
             self._launch(plan.fn_ptr, *groups, *plan.block, 0, stream.ptr, plan.params_ptr, 0)
+        timeout = getattr(self.session, "timeout", None)
+        if timeout is not None or writebacks:
+            self._wait(stream, kernel.entry, timeout)
         if plan.report is not None:
             self._check_bounds(plan, kernel, values, stream, packer)
         for host, dev in writebacks:
             dev.get(out=host, stream=stream)
         if writebacks or plan.printf:
             stream.synchronize()
+
+    def _wait(self, stream: Any, entry: str, timeout: float | None) -> None:
+        """Wait for the launch by polling an event, so that Session(timeout=) and the notebook's stop
+        button work (a plain synchronize blocks in native code). A running CUDA kernel cannot be
+        cancelled: the errors say so, and what to do."""
+        import time
+
+        from ..kernels import KernelInterrupted, KernelTimeout
+
+        done = self.cupy.cuda.Event(disable_timing=True)
+        done.record(stream)
+        t0, pause = time.perf_counter(), 0.0
+        try:
+            while not done.done:
+                elapsed = time.perf_counter() - t0
+                if timeout is not None and elapsed > timeout:
+                    raise KernelTimeout(
+                        f"{entry} ran past the session's timeout of {timeout:g} s on {self._name}. A CUDA kernel "
+                        "cannot be stopped: the GPU finishes it in the background (numpy arrays passed to this "
+                        "call are unchanged). If it never ends, restart the notebook's kernel.", entry, elapsed)
+                time.sleep(pause)
+                pause = min(0.01, pause * 2 or 0.0001)
+        except KeyboardInterrupt:
+            raise KernelInterrupted(
+                f"{entry} interrupted after {time.perf_counter() - t0:.1f} s; the GPU still runs it to the end (a "
+                "CUDA kernel cannot be cancelled); numpy arrays passed to this call are unchanged.",
+                entry, time.perf_counter() - t0) from None
 
     def _check_bounds(self, plan: "_Plan", kernel: "CompiledKernel", values: Mapping[str, Any], stream: Any,
                       packer: Packer | None) -> None:

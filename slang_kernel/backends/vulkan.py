@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 import sys
 import threading
+import time
 from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
@@ -505,7 +506,10 @@ class VulkanBackend:
                 with encoder.begin_compute_pass() as cpass:
                     cpass.bind_pipeline(pk.sk.pipeline, pk.root)
                     cpass.dispatch_compute(groups)
-                self.device.submit_command_buffer(encoder.finish())
+                submit = self.device.submit_command_buffer(encoder.finish())
+            timeout = getattr(self.session, "timeout", None)
+            if timeout is not None or (binder is not None and binder.writeback):
+                self._wait(submit, kernel.entry, timeout)
             if binder is not None:
                 binder.read_back()
             if pk.printf:
@@ -516,6 +520,31 @@ class VulkanBackend:
         finally:
             if binder is not None:
                 binder.release()
+
+    def _wait(self, submit: int, entry: str, timeout: float | None) -> None:
+        """Wait for a dispatch by polling, so that Session(timeout=) and the notebook's stop button
+        work (sgl's own waits block in native code). A Vulkan dispatch cannot be cancelled: the
+        error says so, and what to do."""
+        from ..kernels import KernelInterrupted, KernelTimeout
+
+        t0 = time.perf_counter()
+        pause = 0.0
+        try:
+            while not self.device.is_submit_finished(submit):
+                elapsed = time.perf_counter() - t0
+                if timeout is not None and elapsed > timeout:
+                    raise KernelTimeout(
+                        f"{entry} ran past the session's timeout of {timeout:g} s on {self.adapter}. A Vulkan "
+                        "dispatch cannot be stopped: the device finishes it in the background (arrays passed "
+                        "to this call are unchanged). If it never ends, restart the notebook's kernel.",
+                        entry, elapsed)
+                time.sleep(pause)
+                pause = min(0.01, pause * 2 or 0.0001)
+        except KeyboardInterrupt:
+            raise KernelInterrupted(
+                f"{entry} interrupted after {time.perf_counter() - t0:.1f} s; the Vulkan device still runs it "
+                "to the end (a dispatch cannot be cancelled); arrays passed to this call are unchanged.",
+                entry, time.perf_counter() - t0) from None
 
     # -- buffer pool --------------------------------------------------------------------------------
 
