@@ -2,7 +2,9 @@
 
     %load_ext slang_kernel
     %%slang [NAME] [--backend B] [--show TARGET[,TARGET]] [--ir] [-D NAME=VALUE] [--no-export] [--time]
+    %slang_backend cpu|vulkan|cuda|auto     %slang_session     %slang_ir NAME     %slang_grad NAME args...
 
+--time also builds the cell's kernels for the backend now and prints how long that took.
 After a cell compiles, its kernels (ComputeKernel) and functions (SlangFunction) are bound in the
 user namespace. Re-running the same notebook cell replaces its earlier version (cells are matched
 by Jupyter's cell id), and later cells that use it are recompiled.
@@ -19,8 +21,8 @@ from typing import Any
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
 from ..compiler.diagnostics import SlangCompileError
-from ..session import Session
 from ..display import code_display, error_lines, summary
+from ..session import Session
 
 __all__ = ["SlangMagics", "load_ipython_extension", "session_for"]
 
