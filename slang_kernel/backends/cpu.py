@@ -291,7 +291,8 @@ class CpuBackend:
         error = BoundsError(kernel.entry, count, index, size, buffer)
         if self.checked:
             raise error
-        warnings.warn(f"{error} Session(checked=True) makes this an error.", OutOfRangeWarning, stacklevel=4)
+        warnings.warn(f"{error} Session(checked=True) makes this an error.", OutOfRangeWarning,
+                      stacklevel=_caller_level())
 
     def _dispatch_worker(self, kernel: "CompiledKernel", loaded: "_Loaded", groups: tuple[int, int, int],
                          values: Mapping[str, Any]) -> None:
@@ -696,6 +697,19 @@ def _array_pointer(a: np.ndarray) -> int:
 class _BoundsReport(ctypes.Structure):
     _fields_ = [("count", ctypes.c_uint64), ("index", ctypes.c_uint64), ("size", ctypes.c_uint64),
                 ("data", ctypes.c_uint64)]
+
+
+def _caller_level() -> int:
+    """The warnings stack level of the first frame outside this package: the user's call."""
+    import inspect
+
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    level = 0  # stacklevel 1 is the function that calls warnings.warn (our caller, stack()[1])
+    for frame in inspect.stack(0)[1:]:
+        level += 1
+        if not os.path.abspath(frame.filename).startswith(package):
+            break
+    return level
 
 
 @functools.lru_cache(maxsize=1)
