@@ -20,8 +20,9 @@ import numpy as np
 
 from ..compiler.reflection import TypeInfo
 from . import BackendUnavailable
-from .cpu import _body
 from ._packing import Packer, ParameterError, buffer_array, element_dtype, fast_writer
+from ._wait import wait_polled
+from .cpu import _body
 
 if TYPE_CHECKING:
     from ..session import CompiledKernel, Session
@@ -195,34 +196,11 @@ class CudaBackend:
             stream.synchronize()
 
     def _wait(self, stream: Any, entry: str, timeout: float | None) -> None:
-        """With Session(timeout=): wait for the launch by polling an event, so that the timeout and the
-        notebook's stop button work (a plain synchronize blocks in native code). A running CUDA
-        kernel cannot be cancelled: the errors say so, and what to do."""
-        import time
-
-        from ..kernels import KernelInterrupted, KernelTimeout
-
+        """With Session(timeout=): poll an event recorded after the launch (see _wait.wait_polled)."""
         done = self.cupy.cuda.Event(disable_timing=True)
         done.record(stream)
-        t0, pause = time.perf_counter(), 0.0
-        try:
-            while True:
-                status = self.cupy.cuda.runtime.eventQuery(done.ptr)  # raises on a failed kernel
-                if status == 0:
-                    break
-                elapsed = time.perf_counter() - t0
-                if timeout is not None and elapsed > timeout:
-                    raise KernelTimeout(
-                        f"{entry} ran past the session's timeout of {timeout:g} s on {self._name}. A CUDA kernel "
-                        "cannot be stopped: the GPU finishes it in the background (numpy arrays passed to this "
-                        "call are unchanged). If it never ends, restart the notebook's kernel.", entry, elapsed)
-                time.sleep(pause)
-                pause = min(0.01, pause * 2 or 0.0001)
-        except KeyboardInterrupt:
-            raise KernelInterrupted(
-                f"{entry} interrupted after {time.perf_counter() - t0:.1f} s; the GPU still runs it to the end (a "
-                "CUDA kernel cannot be cancelled); numpy arrays passed to this call are unchanged.",
-                entry, time.perf_counter() - t0) from None
+        query = self.cupy.cuda.runtime.eventQuery  # raises on a failed kernel; 0 when done
+        wait_polled(lambda: query(done.ptr) == 0, entry, timeout, self._name, "CUDA")
 
     def _check_bounds(self, plan: "_Plan", kernel: "CompiledKernel", values: Mapping[str, Any], stream: Any,
                       packer: Packer | None) -> None:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import re
 import sys
 import threading
-import time
 from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
@@ -31,6 +30,7 @@ import numpy as np
 from ..compiler.reflection import TypeInfo
 from . import BackendUnavailable
 from ._packing import ParameterError, _describe, buffer_array, element_dtype, numpy_dtype
+from ._wait import wait_polled
 
 if TYPE_CHECKING:
     from ..session import CompiledKernel, Session
@@ -522,29 +522,8 @@ class VulkanBackend:
                 binder.release()
 
     def _wait(self, submit: int, entry: str, timeout: float | None) -> None:
-        """Wait for a dispatch by polling, so that Session(timeout=) and the notebook's stop button
-        work (sgl's own waits block in native code). A Vulkan dispatch cannot be cancelled: the
-        error says so, and what to do."""
-        from ..kernels import KernelInterrupted, KernelTimeout
-
-        t0 = time.perf_counter()
-        pause = 0.0
-        try:
-            while not self.device.is_submit_finished(submit):
-                elapsed = time.perf_counter() - t0
-                if timeout is not None and elapsed > timeout:
-                    raise KernelTimeout(
-                        f"{entry} ran past the session's timeout of {timeout:g} s on {self.adapter}. A Vulkan "
-                        "dispatch cannot be stopped: the device finishes it in the background (arrays passed "
-                        "to this call are unchanged). If it never ends, restart the notebook's kernel.",
-                        entry, elapsed)
-                time.sleep(pause)
-                pause = min(0.01, pause * 2 or 0.0001)
-        except KeyboardInterrupt:
-            raise KernelInterrupted(
-                f"{entry} interrupted after {time.perf_counter() - t0:.1f} s; the Vulkan device still runs it "
-                "to the end (a dispatch cannot be cancelled); arrays passed to this call are unchanged.",
-                entry, time.perf_counter() - t0) from None
+        """Poll the submission (see _wait.wait_polled): sgl's own waits block in native code."""
+        wait_polled(lambda: self.device.is_submit_finished(submit), entry, timeout, self.adapter, "Vulkan")
 
     # -- buffer pool --------------------------------------------------------------------------------
 
