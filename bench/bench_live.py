@@ -28,7 +28,7 @@ import tempfile
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "browser"))
-from conftest import CHROMIUM, CHROMIUM_ARGS, jupyterlab, run_all_cells  # noqa: E402
+from conftest import CHROMIUM, CHROMIUM_ARGS, LIVE_CPU_CELL, jupyterlab, run_all_cells  # noqa: E402
 
 NUMPY_CELL = '''\
 import numpy as np
@@ -43,26 +43,7 @@ def render(v):
 np_view = LiveImage(render, {'amp': Slider(0, 1, 0.5), 't': Time()}, size=(512, 512), lossy=LOSSY)
 np_view'''
 
-CPU_CELL = '''\
-import numpy as np, slang_kernel as sk
-from slang_kernel.playground import live
-from slang_kernel.widgets import Slider, Time
-cpu = sk.Session(backend="cpu")
-cpu.run_cell(r"""
-uniform float amp; uniform float t;
-RWStructuredBuffer<float4> pixels;
-[shader("compute")][numthreads(16, 16, 1)]
-void shade(uint3 id : SV_DispatchThreadID) {
-    uint2 p = id.xy; if (p.x >= 512 || p.y >= 512) return;
-    float2 uv = float2(p) / 512.0;
-    float s = 0.5 + 0.5 * sin(20.0 * uv.x + t * 0.002) * cos(14.0 * uv.y - t * 0.001);
-    pixels[p.y * 512 + p.x] = float4(amp * s, uv.y, 1.0 - s, 1.0);
-}""")
-pixels = cpu.backend.zeros((512, 512, 4), np.float32)
-cpu_view = live(cpu.kernel("shade"), image="pixels", controls={"amp": Slider(0, 1, 0.8), "t": Time()},
-                values={"pixels": pixels}, threads=(512, 512, 1))
-cpu_view.lossy = LOSSY
-cpu_view'''
+CPU_CELL = LIVE_CPU_CELL + "\ncpu_view = view\ncpu_view.lossy = LOSSY\ncpu_view"
 
 WS_HOOK = """(() => {
   const Orig = window.WebSocket;

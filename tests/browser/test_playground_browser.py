@@ -18,39 +18,14 @@ from tests.test_playground import SHADER  # the same Playground example as the u
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
-LIVE_CPU = '''\
-import numpy as np, slang_kernel as sk
-from slang_kernel.playground import live
-from slang_kernel.widgets import Slider, Time
-cpu = sk.Session(backend="cpu")
-cpu.run_cell(r"""
-uniform float amp; uniform float t;
-RWStructuredBuffer<float4> pixels;
-[shader("compute")][numthreads(16, 16, 1)]
-void shade(uint3 id : SV_DispatchThreadID) {
-    uint2 p = id.xy; if (p.x >= 512 || p.y >= 512) return;
-    float2 uv = float2(p) / 512.0;
-    float s = 0.5 + 0.5 * sin(20.0 * uv.x + t * 0.002) * cos(14.0 * uv.y - t * 0.001);
-    pixels[p.y * 512 + p.x] = float4(amp * s, uv.y, 1.0 - s, 1.0);
-}""")
-pixels = cpu.backend.zeros((512, 512, 4), np.float32)
-view = live(cpu.kernel("shade"), image="pixels", controls={"amp": Slider(0, 1, 0.8), "t": Time()},
-            values={"pixels": pixels}, threads=(512, 512, 1))
-view'''
-
-CELLS = [
-    "%load_ext slang_kernel\n%slang_backend vulkan",
-    "%%slang pg\n" + SHADER.strip() + "\n",
-    LIVE_CPU,
-]
-
-
-
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory, lab_tools):
+    cells = ["%load_ext slang_kernel\n%slang_backend vulkan",
+             "%%slang pg\n" + SHADER.strip() + "\n",
+             lab_tools.LIVE_CPU_CELL + "\nview"]
     root = tmp_path_factory.mktemp("pglab")
-    with lab_tools.jupyterlab(root, CELLS, "playground.ipynb") as url:
+    with lab_tools.jupyterlab(root, cells, "playground.ipynb") as url:
         yield url, root
 
 
@@ -78,15 +53,8 @@ def test_playground_cell_in_jupyterlab(lab, lab_tools) -> None:
             page.wait_for_function(predicate, arg=loc.element_handle(), timeout=timeout)
         try:
             page.goto(url)
-            page.wait_for_selector(".jp-Notebook", timeout=60_000)
-            page.get_by_text("| Idle").first.wait_for(timeout=60_000)
+            lab_tools.run_all_cells(page, 3, timeout=120_000)
             cells = page.locator(".jp-Notebook .jp-Cell")
-            for i in range(len(CELLS)):
-                cells.nth(i).locator(".jp-InputArea-editor").click()
-                page.keyboard.press("Shift+Enter")
-                page.wait_for_function(
-                    "(c) => /\\[\\d+\\]/.test(c.querySelector('.jp-InputPrompt').textContent)",
-                    arg=cells.nth(i).element_handle(), timeout=120_000)
 
             pg = cells.nth(1).locator(".sk-img")
             pg.wait_for(timeout=60_000)
