@@ -279,9 +279,11 @@ def test_snapshot_makes_the_saved_png_the_last_frame() -> None:
             display(view)
             frame["n"] = 5
             view.refresh()
-            view.snapshot()
+            view.set_values({"t": 1234.0})
+            view._on_msg(view, {"type": "paused"}, [])  # what the browser sends on pause
         first, last = cap.outputs[0].data["image/png"], cap.outputs[-1].data["image/png"]
         assert len(cap.outputs) == 2 and first != last
+        assert view._controls[0]["value"] == 1234.0 and view._controls[0]["playing"] is False
         assert "application/vnd.jupyter.widget-view+json" in cap.outputs[-1].data
     finally:
         InteractiveShell.clear_instance()

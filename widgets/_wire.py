@@ -142,6 +142,12 @@ class FrameRequest(TypedDict, total=False):
     lossy: bool
 
 
+class PausedNotice(TypedDict):
+    """Browser -> Python: the user paused the loop; the saved PNG fallback becomes this frame."""
+
+    type: Literal["paused"]
+
+
 class ExactRequest(TypedDict, total=False):
     """Browser -> Python: the loop rests on a JPEG preview; send that frame's exact pixels."""
 

@@ -347,7 +347,12 @@ function render({ model, el: host }) {
         btn.textContent = on ? "\u23f8 pause" : "\u25b6 play";
         if (on) { playStart = performance.now() - timeMs; pump(); }
       };
-      btn.addEventListener("click", () => setPlaying(!playing));
+      timeMs = Number(spec.value) || 0;  // a re-created view (after a snapshot) continues where it was
+      btn.addEventListener("click", () => {
+        const pausing = playing;
+        setPlaying(!playing);
+        if (pausing) model.send({ type: "paused" });  // Python makes the saved PNG this last frame
+      });
       const tick = setInterval(() => {
         if (!root.isConnected) { clearInterval(tick); playing = false; return; }
         lbl.textContent = `t = ${timeMs.toFixed(0)} ms`;

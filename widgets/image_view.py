@@ -159,9 +159,9 @@ class ImageView(anywidget.AnyWidget):
     def snapshot(self) -> None:
         """Make the output's static fallback (what GitHub or nbviewer show) the current frame.
 
-        The notebook stores the bundle of the moment the view was displayed; this replaces it. The
-        live view is re-created from the widget model (view-local zoom and slider positions reset),
-        which is why this is not done on every pause: call it before saving a notebook."""
+        The notebook stores the bundle of the moment the view was displayed; this replaces it, and
+        the live view is re-created from the widget model (view-local zoom resets). LiveImage does
+        this when the user pauses its loop; call it yourself after updating a view from Python."""
         if self._display is None or self._image is None:
             return
         bundle = self._repr_mimebundle_()
@@ -217,6 +217,13 @@ class LiveImage(ImageView):
 
     def _on_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
         self._t_recv = time.time() * 1e3
+        if isinstance(content, dict) and content.get("type") == "paused":
+            # The user paused: make the notebook's static fallback this last frame. The live view is
+            # re-created from the model, so hand it the current control values first.
+            self._controls = [dict(c.spec(k), value=self.values.get(k, c.default), playing=False)
+                              for k, c in self.controls.items()]
+            self.snapshot()
+            return
         if isinstance(content, dict) and content.get("type") == "exact":
             # the loop rests: the exact (raw) pixels of the frame shown last, without re-rendering
             req = content.get("req")

@@ -70,9 +70,10 @@ def test_playground_cell_in_jupyterlab(lab, lab_tools) -> None:
             assert cells.nth(1).locator("a.sk-playground-link").get_attribute("href").startswith(
                 "https://shader-slang.org/slang-playground/?target=")
 
-            # pause, then the slider alone changes the pixels
+            # pause (the view is re-created to refresh the saved PNG), then the slider alone changes the pixels
             pg.locator(".sk-play").click()
             page.wait_for_timeout(500)
+            wait_js("(e) => Number(e.dataset.frames) > 0", pg)
             before = canvas.evaluate(CANVAS_STATS)
             frames0 = int(pg.get_attribute("data-frames"))
             slider = pg.locator(".sk-ctl-slider input")
@@ -97,7 +98,9 @@ def test_playground_cell_in_jupyterlab(lab, lab_tools) -> None:
             lv.scroll_into_view_if_needed()
             lv.locator(".sk-play").click()
             loop = lv.evaluate(FPS_JS)
-            lv.locator(".sk-play").click()
+            lv.locator(".sk-play").click()  # pausing refreshes the saved PNG: the view is re-created
+            page.wait_for_timeout(500)
+            wait_js("(e) => Number(e.dataset.frames) > 0", lv)
             numbers["live_kernel_cpu_fps_512_rgba8"] = round(loop["frames"] / 5.0, 1)
             numbers["live_kernel_cpu_request_to_drawn_ms_median"] = loop["rtt_median"]
             numbers["live_kernel_cpu_stage_ms_median"] = loop["stages"]

@@ -93,8 +93,9 @@ def test_widgets_in_jupyterlab(lab: str, lab_tools) -> None:
             play = live.locator(".sk-play")
             play.click()  # time moves, so the speed slider changes what is drawn
             page.wait_for_timeout(300)
-            play.click()
-            page.wait_for_timeout(300)
+            play.click()  # pausing refreshes the saved PNG: the view is re-created
+            page.wait_for_timeout(500)
+            wait_js("(e) => Number(e.dataset.frames) > 0", live)
             before = lcanvas.evaluate(CANVAS_STATS)
             frames0 = int(live.get_attribute("data-frames"))
             slider = live.locator(".sk-ctl-slider input")
@@ -113,6 +114,8 @@ def test_widgets_in_jupyterlab(lab: str, lab_tools) -> None:
             play.click()
             loop = live.evaluate(FPS_JS)
             play.click()
+            page.wait_for_timeout(500)
+            wait_js("(e) => Number(e.dataset.frames) > 0", live)
             numbers["liveimage_fps_512_rgba8"] = round(loop["frames"] / 5.0, 1)
             numbers["liveimage_request_to_drawn_ms_median"] = loop["rtt_median"]
             numbers["liveimage_stage_ms_median"] = loop["stages"]
