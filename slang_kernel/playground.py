@@ -33,7 +33,7 @@ backend has no textures (its kernels run in an isolated worker process over shar
 binds only buffers), so a cell that needs a texture (``outputTexture``, BLACK*, URL) says so with a
 :class:`PlaygroundError` naming the texture and the fix (``%slang_backend vulkan``); buffer-only
 cells (ZEROS, RAND, DATA), the CALL dispatch loop, uniforms and printing work on the CPU. KEY inputs
-are accepted but the image view has no keyboard yet (always 0).
+are 1 while their key is held with the image focused (click it first).
 
 :func:`live` binds an image of any compute kernel to live controls driven from the browser.
 """
@@ -604,7 +604,7 @@ class PlaygroundProgram:
 
     def controls(self) -> dict[str, Any]:
         """LiveImage controls for the program's inputs."""
-        from .widgets import Color, Frame, Mouse, Slider, Time
+        from .widgets import Color, Frame, Key, Mouse, Slider, Time
 
         out: dict[str, Any] = {}
         for n, inp in self.inputs.items():
@@ -621,6 +621,8 @@ class PlaygroundProgram:
                 out[n] = Frame()
             elif inp.kind == "MOUSE_POSITION":
                 out[n] = Mouse()
+            elif inp.kind == "KEY":
+                out[n] = Key(str(inp.args[0]) if inp.args else "KeyA")
         return out
 
     def view(self, **kwargs: Any) -> Any:

@@ -188,3 +188,17 @@ def test_magic_runs_playground_cell(ipython) -> None:
         assert shell.user_ns["slang_playground"] is prog  # the plain cell is not run
     finally:
         vk.close()
+
+
+def test_key_input_becomes_a_key_control(cpu_session: sk.Session) -> None:
+    from slang_kernel.widgets import Key
+
+    cpu_session.run_cell("""
+import playground;
+[playground::ZEROS(4)] RWStructuredBuffer<float> keyOut;
+[playground::KEY("KeyA")] uniform float keyA;
+[shader("compute")][numthreads(4, 1, 1)][playground::CALL(4, 1, 1)]
+void keyed(uint3 t: SV_DispatchThreadID) { keyOut[t.x] = keyA; }""", name="keyed")
+    prog = PlaygroundProgram(cpu_session, "keyed")
+    ctl = prog.controls()["keyA"]
+    assert isinstance(ctl, Key) and ctl.code == "KeyA"

@@ -287,3 +287,10 @@ def test_snapshot_makes_the_saved_png_the_last_frame() -> None:
         assert "application/vnd.jupyter.widget-view+json" in cap.outputs[-1].data
     finally:
         InteractiveShell.clear_instance()
+
+
+def test_key_control_takes_only_0_or_1() -> None:
+    key = W.Key("Space")
+    assert key.spec("jump")["code"] == "Space" and key.default == 0.0
+    assert W.validate_values({"jump": key}, {"jump": 1}) == {"jump": 1.0}
+    assert W.validate_values({"jump": key}, {"jump": 0.5, "other": 1}) == {}

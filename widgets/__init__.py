@@ -15,7 +15,7 @@ They depend only on numpy arrays and callbacks, not on the Slang engine:
 from __future__ import annotations
 
 from .buffer_view import BufferView
-from .controls import Color, Control, Frame, InvalidControlValue, Mouse, Slider, Time, validate_values
+from .controls import Color, Control, Frame, InvalidControlValue, Key, Mouse, Slider, Time, validate_values
 from .gradient_flow import GradientFlow
 from .image_view import ImageView, LiveImage
 from .ir_graph import IRGraph
@@ -32,6 +32,7 @@ __all__ = [
     "Time",
     "Frame",
     "Mouse",
+    "Key",
     "InvalidControlValue",
     "validate_values",
 ]

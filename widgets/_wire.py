@@ -164,11 +164,12 @@ class ControlSpec(TypedDict, total=False):
     """How the browser draws one control; produced by ``Control.spec()``."""
 
     name: str
-    kind: Literal["slider", "color", "time", "frame", "mouse"]
+    kind: Literal["slider", "color", "time", "frame", "mouse", "key"]
     min: float
     max: float
     step: float
     value: object
+    code: str       # key: KeyboardEvent.code
 
 
 # ---------------------------------------------------------------- IRGraph (data: slang_kernel.gradients)

@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 from ._wire import ControlSpec
 
-__all__ = ["Control", "Slider", "Color", "Time", "Frame", "Mouse", "InvalidControlValue", "validate_values"]
+__all__ = ["Control", "Slider", "Color", "Time", "Frame", "Mouse", "Key", "InvalidControlValue", "validate_values"]
 
 log = logging.getLogger("slang_kernel.widgets")
 
@@ -169,6 +169,30 @@ class Mouse(Control):
         if any(abs(c) > self._limit for c in v):
             raise InvalidControlValue("mouse: coordinate out of range")
         return v  # type: ignore[return-value]
+
+
+@dataclass
+class Key(Control):
+    """1.0 while a key (KeyboardEvent.code, e.g. "KeyA", "Space") is held with the image focused,
+    else 0.0: the Playground's KEY input. Click the image to give it the keyboard."""
+
+    code: str = "KeyA"
+    kind = "key"
+
+    @property
+    def default(self) -> float:
+        return 0.0
+
+    def validate(self, value: object) -> float:
+        f = _real(value, "key")
+        if f not in (0.0, 1.0):
+            raise InvalidControlValue("key: must be 0 or 1")
+        return f
+
+    def spec(self, name: str) -> ControlSpec:
+        spec = super().spec(name)
+        spec["code"] = self.code  # type: ignore[typeddict-unknown-key]
+        return spec
 
 
 def validate_values(controls: Mapping[str, Control], incoming: object) -> dict[str, Any]:

@@ -229,6 +229,23 @@ function render({ model, el: host }) {
     draw();
   }, { passive: false });
 
+  // KEY inputs: 1 while the key is held with the image focused (click it first); the notebook's own
+  // shortcuts do not see those keys meanwhile
+  const keyCtls = (model.get("_controls") || []).filter((c) => c.kind === "key");
+  if (keyCtls.length) {
+    root.tabIndex = 0;
+    const onKey = (down) => (ev) => {
+      const hit = keyCtls.filter((c) => c.code === ev.code);
+      if (!hit.length) return;
+      ev.preventDefault(); ev.stopPropagation();
+      if (ev.repeat) return;
+      const v = {};
+      for (const c of hit) v[c.name] = down ? 1 : 0;
+      want(v);
+    };
+    root.addEventListener("keydown", onKey(true));
+    root.addEventListener("keyup", onKey(false));
+  }
   const mouseCtl = (model.get("_controls") || []).find((c) => c.kind === "mouse");
   let drag = null, mouse = [0, 0, 0, 0];
   canvas.addEventListener("pointerdown", (ev) => {
