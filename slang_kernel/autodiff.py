@@ -108,7 +108,8 @@ class SlangFunction:
                 if d == "in":
                     args.append(f"{a}[sk_i]")
                 else:
-                    pre.append(f"{t} sk_v{i} = {'' if d == 'out' else a + '[sk_i]'}{'{}' if d == 'out' else ''};")
+                    init = "{}" if d == "out" else f"{a}[sk_i]"  # out: a default value; inout: the input
+                    pre.append(f"{t} sk_v{i} = {init};")
                     args.append(f"sk_v{i}")
                     bufs.append((f"sk_o{i}", f"out:{i}", t))
                     post.append(f"sk_o{i}[sk_i] = sk_v{i};")

@@ -308,3 +308,13 @@ void use_second(uint3 t: SV_DispatchThreadID) { g_second[t.x] = 3; }""", name="t
     np.testing.assert_array_equal(b, 3)
     with pytest.raises(TypeError, match=r"missing `g_gain` \(float\)"):
         session.kernel("use_first")(threads=16, g_first=a)
+
+
+def test_function_out_and_inout_parameters(session: sk.Session) -> None:
+    session.run_cell("void twice_io(inout float x) { x *= 2; }\n"
+                     "void split_out(float x, out float a, out float b) { a = x + 1; b = -x; }", name="t_outs")
+    x = np.arange(5, dtype=np.float32)
+    np.testing.assert_array_equal(session.function("twice_io")(x), 2 * x)
+    a, b = session.function("split_out")(x)
+    np.testing.assert_array_equal(a, x + 1)
+    np.testing.assert_array_equal(b, -x)

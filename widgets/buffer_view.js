@@ -2,6 +2,8 @@
 // margin) with custom messages; replies carry one binary buffer per column. At most one page
 // request is in flight per view; the latest wanted position wins.
 
+import { el } from "./_dom.js";
+
 const ROW_H = 20;
 const MAX_SCROLL_PX = 4000000; // browsers cap element heights (~33M px); beyond this scroll is proportional
 const CTORS = {
@@ -10,13 +12,6 @@ const CTORS = {
   "<i8": BigInt64Array, "<u8": BigUint64Array,
 };
 
-function el(tag, cls, parent, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  if (parent) parent.appendChild(e);
-  return e;
-}
 function typed(dv, Ctor) {
   const off = dv.byteOffset, len = dv.byteLength;
   if (off % Ctor.BYTES_PER_ELEMENT === 0) return new Ctor(dv.buffer, off, len / Ctor.BYTES_PER_ELEMENT);

@@ -17,6 +17,7 @@ import anywidget
 import numpy as np
 import traitlets as t
 
+from ._esm import HtmlFallback, bundle_esm
 from ._encode import colormap_lut
 from ._wire import ColumnSpec, HeatMeta, HistogramData, PageReply, SeekReply
 
@@ -151,7 +152,7 @@ def _histogram(v: np.ndarray, column: int) -> HistogramData:
 # ---------------------------------------------------------------- widget
 
 
-class BufferView(anywidget.AnyWidget):
+class BufferView(HtmlFallback, anywidget.AnyWidget):
     """Paged table of a numpy array; ``mode`` switches to a heat map or a histogram of ``column``.
 
     Rows are the leading dimensions; the trailing ``components`` dimensions (default: the last one
@@ -160,7 +161,7 @@ class BufferView(anywidget.AnyWidget):
     :meth:`diff`) highlights elements that differ from ``b`` beyond ``rtol``/``atol``.
     """
 
-    _esm = _HERE / "buffer_view.js"
+    _esm = bundle_esm("buffer_view.js")
     _css = _HERE / "buffer_view.css"
 
     rows = t.Int(0).tag(sync=True)
@@ -399,11 +400,3 @@ class BufferView(anywidget.AnyWidget):
         more = f"<tr><td colspan='{len(cols) + 1}'>… {rest} more rows</td></tr>" if rest else ""
         return (f"<div><p>{html.escape(note)}</p><table><thead><tr><th>#</th>{head}</tr></thead>"
                 f"<tbody>{''.join(body)}{more}</tbody></table></div>")
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        bundle = super()._repr_mimebundle_(**kwargs)
-        if bundle is None:
-            return None
-        data, meta = bundle
-        data["text/html"] = self.to_html()
-        return data, meta

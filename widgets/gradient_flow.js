@@ -7,24 +7,10 @@
 // 3. Training history: per parameter buffer the gradient norm per step, a histogram of the latest
 //    gradient, and a heat map (steps x element bins of |grad|) from the binary `_heat` buffer.
 import dagre from "./vendor/dagre.esm.js";
+import { el, sv } from "./_dom.js";
 
-const SVGNS = "http://www.w3.org/2000/svg";
 const CH = 6.6;
 
-function el(tag, cls, parent, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  if (parent) parent.appendChild(e);
-  return e;
-}
-function sv(tag, attrs, parent, text) {
-  const e = document.createElementNS(SVGNS, tag);
-  for (const k in attrs) e.setAttribute(k, attrs[k]);
-  if (text !== undefined) e.textContent = text;
-  if (parent) parent.appendChild(e);
-  return e;
-}
 function num(v) {
   if (v === null || v === undefined) return "—";
   if (!Number.isFinite(v)) return String(v);

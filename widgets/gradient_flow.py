@@ -21,7 +21,7 @@ import numpy as np
 import traitlets as t
 
 from ._wire import TrainMeta
-from .ir_graph import _HERE, esm_with_dagre
+from ._esm import HERE as _HERE, HtmlFallback, bundle_esm
 
 __all__ = ["GradientFlow", "to_numpy"]
 
@@ -82,10 +82,10 @@ class _ParamHistory:
         return codes.tobytes(), m.shape[0], m.shape[1], hmax
 
 
-class GradientFlow(anywidget.AnyWidget):
+class GradientFlow(HtmlFallback, anywidget.AnyWidget):
     """Gradient check of a function (``GradientFlow.check``) and/or a training history (``record``)."""
 
-    _esm = esm_with_dagre("gradient_flow.js")
+    _esm = bundle_esm("gradient_flow.js")
     _css = _HERE / "gradient_flow.css"
 
     report = t.Dict().tag(sync=True)     # slang_kernel.gradients.GradientReport.to_json()
@@ -151,15 +151,7 @@ class GradientFlow(anywidget.AnyWidget):
 
     # -- static fallback --------------------------------------------------------------------------
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        bundle = super()._repr_mimebundle_(**kwargs)
-        if bundle is None:
-            return None
-        data, meta = bundle
-        data["text/html"] = self._html()
-        return data, meta
-
-    def _html(self) -> str:
+    def to_html(self) -> str:
         def fmt(v: Any) -> str:
             a = np.asarray(v if v is not None else np.nan, np.float64)
             return html.escape(np.array2string(a, precision=5, threshold=8) if a.ndim else f"{float(a):.6g}")

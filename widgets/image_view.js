@@ -6,6 +6,7 @@
 // travels); a new request is sent only when an answer came back (frame drawn or error), each one with
 // the newest control values, so frames never queue.
 
+import { el } from "./_dom.js";
 const NAN_RGB = [255, 0, 255];
 
 function typedView(dv, Ctor) {
@@ -13,14 +14,6 @@ function typedView(dv, Ctor) {
   const off = dv.byteOffset, len = dv.byteLength;
   if (off % Ctor.BYTES_PER_ELEMENT === 0) return new Ctor(dv.buffer, off, len / Ctor.BYTES_PER_ELEMENT);
   return new Ctor(dv.buffer.slice(off, off + len));
-}
-
-function el(tag, cls, parent, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  if (parent) parent.appendChild(e);
-  return e;
 }
 
 function fmt(v) {

@@ -18,6 +18,7 @@ import anywidget
 import numpy as np
 import traitlets as t
 
+from ._esm import bundle_esm
 from ._encode import COLORMAPS, colormap_lut, png_preview, tonemap
 from ._wire import FrameError, FrameMeta
 from .controls import Control, validate_values
@@ -82,7 +83,7 @@ def _jpeg(rgb: np.ndarray) -> bytes | None:
 class ImageView(anywidget.AnyWidget):
     """Show an image; ``update(img)`` replaces it. Wheel zooms, drag pans, hover shows raw values."""
 
-    _esm = _HERE / "image_view.js"
+    _esm = bundle_esm("image_view.js")
     _css = _HERE / "image_view.css"
 
     _frame = t.Bytes(b"").tag(sync=True)

@@ -1,12 +1,12 @@
-// IRGraph front end (plain ESM; the vendored dagre is inlined by widgets/ir_graph.py:esm_with_dagre).
+// IRGraph front end (plain ESM; the vendored dagre and _dom.js are inlined by widgets/_esm.py).
 // Levels: module (functions + call/derivative edges) -> blocks (CFG; each block lists its
 // instructions; click a header to collapse) -> dataflow (instructions with def-use edges, clustered
 // by block). Several columns can be shown side by side: the primal function beside its generated
 // derivatives, or one function before/after a pass. Pan: drag; zoom: wheel; search: type, Enter = next.
 // Clicking an instruction selects it and shows its source line (from -g IR) in the cell text.
 import dagre from "./vendor/dagre.esm.js";
+import { el, sv } from "./_dom.js";
 
-const SVGNS = "http://www.w3.org/2000/svg";
 const CH = 6.6, ROW = 14, HEAD = 20, MAXCH = 72;
 const DATAFLOW_MAX = 600;  // instructions; above this the data-flow level falls back to blocks
 const ROLE_COLOR = {
@@ -14,20 +14,6 @@ const ROLE_COLOR = {
   rematerialize: "#8e5bd6", context: "#888888", backward: "#d1603d",
 };
 
-function el(tag, cls, parent, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  if (parent) parent.appendChild(e);
-  return e;
-}
-function sv(tag, attrs, parent, text) {
-  const e = document.createElementNS(SVGNS, tag);
-  for (const k in attrs) e.setAttribute(k, attrs[k]);
-  if (text !== undefined) e.textContent = text;
-  if (parent) parent.appendChild(e);
-  return e;
-}
 const clip = (s, n) => (s.length > n ? s.slice(0, n - 1) + "…" : s);
 const roleColor = (f) => ROLE_COLOR[(f && f.role) || "primal"] || "#3b6fb6";
 

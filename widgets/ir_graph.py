@@ -14,45 +14,25 @@ from __future__ import annotations
 
 import html
 import pathlib
-import re
 from typing import Any
 
 import anywidget
 import traitlets as t
 
+from ._esm import HtmlFallback, bundle_esm
 from ._wire import IRGraphData, IRSelection
 
-__all__ = ["IRGraph", "esm_with_dagre"]
+__all__ = ["IRGraph"]
 
 _HERE = pathlib.Path(__file__).parent
-_IMPORT = re.compile(r'^import dagre from "\./vendor/dagre\.esm\.js";\s*$', re.M)
-_EXPORT = re.compile(r"export\s*\{([^}]*)\}\s*;?")
-
-
-def esm_with_dagre(js_file: str) -> str:
-    """The widget's ESM with ``import dagre from "./vendor/dagre.esm.js"`` replaced by the vendored
-    bundle itself (anywidget loads one module from a blob URL, so relative imports cannot resolve)."""
-    js = (_HERE / js_file).read_text(encoding="utf-8")
-    vendor = (_HERE / "vendor" / "dagre.esm.js").read_text(encoding="utf-8")
-    m = _EXPORT.search(vendor)
-    if m is None:  # pragma: no cover - a different dagre build
-        raise RuntimeError("vendor/dagre.esm.js: no export statement found")
-    default = next(p.split(" as ")[0].strip() for p in m.group(1).split(",") if p.strip().endswith(" as default"))
-    body = vendor[: m.start()] + vendor[m.end():]
-    inline = f"const dagre = (() => {{\n{body}\nreturn {default};\n}})();\n"
-    if not _IMPORT.search(js):  # pragma: no cover
-        raise RuntimeError(f"{js_file} must import dagre from ./vendor/dagre.esm.js")
-    return _IMPORT.sub(lambda _: inline, js, count=1)
-
-
-class IRGraph(anywidget.AnyWidget):
+class IRGraph(HtmlFallback, anywidget.AnyWidget):
     """Show IR graph data (``slang_kernel.gradients.ir_graph_data``); ``IRGraph.of(session, name)``.
 
     ``selected`` (synced) is the instruction clicked in the browser: view, function, id, source line.
     ``layout_ms`` is filled in by the browser: dagre time of the last layout, and node count.
     """
 
-    _esm = esm_with_dagre("ir_graph.js")
+    _esm = bundle_esm("ir_graph.js")
     _css = _HERE / "ir_graph.css"
 
     data = t.Dict().tag(sync=True)
@@ -117,15 +97,7 @@ class IRGraph(anywidget.AnyWidget):
         self.selected = dict(sel)
         return sel
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        bundle = super()._repr_mimebundle_(**kwargs)
-        if bundle is None:
-            return None
-        data, meta = bundle
-        data["text/html"] = self._html()
-        return data, meta
-
-    def _html(self) -> str:
+    def to_html(self) -> str:
         """Static fallback: the shown functions' IR text, one column each."""
         views = {v["id"]: v for v in self.data.get("views", [])}
         cols = self.data.get("related") if self.columns == "derivatives" else [[self.view, self.function]]

@@ -141,6 +141,17 @@ def run_all_cells(page, n: int, timeout: int = 60_000) -> None:
             arg=cells.nth(i).element_handle(), timeout=timeout)
 
 
+def drag_slider(page, slider, start: float, stop: float, steps: int = 10) -> None:
+    """Drag a range input's thumb from fraction `start` to `stop` of its width, as a user would."""
+    slider.scroll_into_view_if_needed()
+    box = slider.bounding_box()
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + box["width"] * start, y)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * stop, y, steps=steps)
+    page.mouse.up()
+
+
 class _Tools:
     """What browser tests need from here (tests/browser is not a package, so no relative imports)."""
 
@@ -150,6 +161,7 @@ class _Tools:
     LIVE_CPU_CELL = LIVE_CPU_CELL
     CHROMIUM = CHROMIUM
     CHROMIUM_ARGS = CHROMIUM_ARGS
+    drag_slider = staticmethod(drag_slider)
     jupyterlab = staticmethod(jupyterlab)
     run_all_cells = staticmethod(run_all_cells)
 

@@ -78,13 +78,7 @@ def test_playground_cell_in_jupyterlab(lab, lab_tools) -> None:
             frames0 = int(pg.get_attribute("data-frames"))
             slider = pg.locator(".sk-ctl-slider input")
             assert slider.get_attribute("min") == "0" and slider.get_attribute("max") == "1"
-            slider.scroll_into_view_if_needed()
-            box = slider.bounding_box()
-            y = box["y"] + box["height"] / 2
-            page.mouse.move(box["x"] + box["width"] * 0.5, y)
-            page.mouse.down()
-            page.mouse.move(box["x"] + box["width"] * 0.95, y, steps=8)
-            page.mouse.up()
+            lab_tools.drag_slider(page, slider, 0.5, 0.95, steps=8)
             wait_js(f"(e) => Number(e.dataset.frames) > {frames0}", pg)
             page.wait_for_timeout(500)
             after = canvas.evaluate(CANVAS_STATS)
