@@ -191,6 +191,27 @@ def test_imageview_frames_are_binary_and_png_fallback_matches() -> None:
         W.ImageView(np.zeros((4, 4, 5)))
 
 
+def test_lossy_frames_are_jpeg_only_when_opaque() -> None:
+    from PIL import Image
+
+    yy, xx = np.mgrid[0:48, 0:64]
+    rgba = np.stack([xx * 4, yy * 5, np.full_like(xx, 90), np.full_like(xx, 255)], axis=2).astype(np.uint8)
+    iv = W.ImageView()
+    for img in (rgba, np.ascontiguousarray(rgba[..., :3]), rgba[::-1]):  # RGBA, RGB, a strided view
+        iv.update(img, lossy=True)
+        assert iv._frame_meta["dtype"] == "jpeg" and iv._frame_meta["channels"] == 4
+        back = np.asarray(Image.open(io.BytesIO(iv._frame)).convert("RGB")).astype(int)
+        assert back.shape == (48, 64, 3)
+        assert np.abs(back - img[..., :3]).max() <= 8  # quality 90, no chroma subsampling
+        assert np.array_equal(iv.image, img)  # the exact pixels stay on the Python side
+    see_through = rgba.copy()
+    see_through[0, 0, 3] = 7
+    iv.update(see_through, lossy=True)
+    assert iv._frame_meta["dtype"] == "u1" and iv._frame == see_through.tobytes()
+    iv.update(rgba.astype(np.float32) / 255, lossy=True)  # floats always travel raw
+    assert iv._frame_meta["dtype"] == "f4"
+
+
 def test_tonemap_exposure_and_colormaps() -> None:
     from slang_kernel.widgets._encode import colormap_lut, tonemap  # loaded by _load_widgets
 

@@ -113,12 +113,21 @@ function render({ model, el: host }) {
     const r = model.get("range");
     return r && r.length === 2 ? r : [meta.lo, meta.hi];
   }
+  function sizeOff(w, h) {
+    if (off.width === w && off.height === h) return false;
+    off.width = w; off.height = h; imgData = null;
+    return true;
+  }
+  function identityTone() { return model.get("exposure") === 0 && !model.get("srgb"); }
+  function pixels() {
+    // a JPEG preview drawn as is leaves raw unset: its pixels are the offscreen canvas's, read on demand
+    if (!raw && meta && meta.preview) raw = offCtx.getImageData(0, 0, meta.width, meta.height).data;
+    return raw;
+  }
   function retone() {
-    if (!meta || !raw) return;
-    if (!imgData || imgData.width !== meta.width || imgData.height !== meta.height) {
-      off.width = meta.width; off.height = meta.height;
-      imgData = offCtx.createImageData(meta.width, meta.height);
-    }
+    if (!meta || !pixels()) return;
+    sizeOff(meta.width, meta.height);
+    if (!imgData) imgData = offCtx.createImageData(meta.width, meta.height);
     const [lo, hi] = currentRange();
     tonemap(raw, meta, {
       exposure: model.get("exposure"), srgb: model.get("srgb"), lo, hi,
@@ -142,42 +151,41 @@ function render({ model, el: host }) {
     ctx.imageSmoothingEnabled = false;
     ctx.setTransform(view.s, 0, 0, view.s, view.x, view.y);
     ctx.drawImage(off, 0, 0);
-    zoomLbl.textContent = ` ${meta.width}\u00d7${meta.height}\u00d7${meta.channels} ${meta.dtype}${meta.preview ? " (jpeg)" : ""}  zoom ${(view.s * 100).toFixed(0)}%`;
+    const lbl = ` ${meta.width}\u00d7${meta.height}\u00d7${meta.channels} ${meta.dtype}${meta.preview ? " (jpeg)" : ""}  zoom ${(view.s * 100).toFixed(0)}%`;
+    if (zoomLbl.textContent !== lbl) zoomLbl.textContent = lbl;  // no layout work per frame
   }
-  // Frames are shown in arrival order; a JPEG frame (dtype "jpeg": a live loop's preview of an opaque
-  // RGB(A) u1 frame) is decoded off the main thread first and then handled as RGBA u1.
+  // Frames are shown in arrival order. A JPEG frame (dtype "jpeg": a live loop's preview of an opaque
+  // RGB(A) u1 frame) is decoded off the main thread and, with neutral tone settings, drawn as is: no
+  // pixel readback or tone-map pass per frame (hover or a tone change reads the pixels back once).
   let chain = Promise.resolve(), lastLossy = false;
-  const dec = document.createElement("canvas");
-  const decCtx = dec.getContext("2d", { willReadFrequently: true });
-  async function decodeJpeg(dv, m) {
-    const bmp = await createImageBitmap(new Blob([dv], { type: "image/jpeg" }));
-    if (dec.width !== m.width || dec.height !== m.height) { dec.width = m.width; dec.height = m.height; }
-    decCtx.drawImage(bmp, 0, 0);
-    bmp.close();
-    return decCtx.getImageData(0, 0, m.width, m.height).data;
-  }
   function loadFrame() {
     const t0 = performance.now();
     const m = model.get("_frame_meta"), dv = model.get("_frame");
     chain = chain.then(async () => {
       if (!m || !m.width) { meta = null; return; }
       const t1 = performance.now();
-      let pixels, shown = m;
+      const sent = settle(m.reqs);  // NaN unless the frame answers this view's own request
+      let sizeChanged;
       if (m.dtype === "jpeg") {
-        try { pixels = await decodeJpeg(dv, m); } catch (e) { console.warn("ImageView: bad JPEG frame", e); return; }
-        shown = { ...m, dtype: "u1", channels: 4, preview: true };
+        let bmp;
+        try { bmp = await createImageBitmap(new Blob([dv], { type: "image/jpeg" })); }
+        catch (e) { console.warn("ImageView: bad JPEG frame", e); return; }
+        meta = { ...m, dtype: "u1", channels: 4, preview: true }; raw = null;
+        lastLossy = sent === sent;  // this view asked for it, so it fetches the exact pixels later
+        sizeChanged = sizeOff(m.width, m.height);
+        offCtx.drawImage(bmp, 0, 0);
+        bmp.close();
+        if (identityTone()) draw(); else retone();
       } else {
-        pixels = m.dtype === "u1" ? typedView(dv, Uint8Array) : typedView(dv, Float32Array);
+        meta = m; raw = m.dtype === "u1" ? typedView(dv, Uint8Array) : typedView(dv, Float32Array); lastLossy = false;
+        sizeChanged = off.width !== m.width || off.height !== m.height;
+        retone();
       }
-      meta = shown; raw = pixels; lastLossy = !!shown.preview;
-      const sizeChanged = !imgData || imgData.width !== meta.width || imgData.height !== meta.height;
-      retone();
       if (sizeChanged || !fitted) fit();
       root.dataset.frames = String(Number(root.dataset.frames) + 1);
       const now = performance.now();
       drawnTimes.push(now);
       root.dataset.drawMs = (now - t1).toFixed(2);
-      const sent = settle(m.reqs);
       if (sent === sent) root.dataset.rttMs = (now - sent).toFixed(1);
       // per-frame timestamps (ms since the epoch; one machine, so comparable with Python's) for benches
       const T0 = performance.timeOrigin;
@@ -209,7 +217,7 @@ function render({ model, el: host }) {
     const x = Math.floor(p.x), y = Math.floor(p.y);
     if (x < 0 || y < 0 || x >= meta.width || y >= meta.height) { hover.textContent = "\u00a0"; return; }
     const c = meta.channels, i = (y * meta.width + x) * c;
-    const vals = Array.from(raw.subarray(i, i + c), fmt);
+    const vals = Array.from(pixels().subarray(i, i + c), fmt);
     hover.textContent = `(${x}, ${y}) = ${c === 1 ? vals[0] : "(" + vals.join(", ") + ")"}`;
   }
   canvas.addEventListener("wheel", (ev) => {
@@ -384,17 +392,23 @@ function render({ model, el: host }) {
     }
   }
   function onTone() { syncBar(); retone(); }
+  // snapshot() re-displays the widget; JupyterLab detaches the old view's node but never disposes of
+  // the view, so a view that is detached when the epoch changes stops listening (and requesting)
+  function onEpoch() { if (!root.isConnected) cleanup(); }
   model.on("change:_frame_meta", onFrame);
   model.on("msg:custom", onCustom);
+  model.on("change:_epoch", onEpoch);
   for (const k of ["exposure", "colormap", "srgb", "range"]) model.on("change:" + k, onTone);
   loadFrame().then(syncBar);
   syncBar();
-  return () => {
+  function cleanup() {
     playing = false;
     model.off("change:_frame_meta", onFrame);
     model.off("msg:custom", onCustom);
+    model.off("change:_epoch", onEpoch);
     for (const k of ["exposure", "colormap", "srgb", "range"]) model.off("change:" + k, onTone);
-  };
+  }
+  return cleanup;
 }
 
 export default { render };

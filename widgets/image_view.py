@@ -66,17 +66,19 @@ def _frame_payload(img: np.ndarray, seq: int, lossy: bool = False) -> tuple[byte
 
 def _jpeg(rgb: np.ndarray) -> bytes | None:
     """JPEG (quality 90, no chroma subsampling) of an opaque (H, W, 3|4) uint8 image; None when it has
-    transparency or Pillow is missing. ~3 ms and ~40 KB for 512x512 instead of 1 MB raw."""
-    if rgb.shape[2] == 4:
-        if rgb[..., 3].min() != 255:
-            return None
-        rgb = rgb[..., :3]
+    transparency or Pillow is missing. ~1 ms and ~35 KB for 512x512 instead of 1 MB raw."""
+    rgb = np.ascontiguousarray(rgb)
+    h, w, c = rgb.shape
+    if c == 4 and rgb[..., 3].min() != 255:
+        return None
     try:
         from PIL import Image
     except ImportError:  # pragma: no cover - Pillow is a dependency of matplotlib
         return None
+    # Pillow reads RGBX rows directly: slicing off alpha in numpy first would cost as much as the encode
+    img = Image.frombuffer("RGB", (w, h), rgb, "raw", "RGBX", 0, 1) if c == 4 else Image.fromarray(rgb)
     buf = io.BytesIO()
-    Image.fromarray(np.ascontiguousarray(rgb)).save(buf, "JPEG", quality=JPEG_QUALITY, subsampling=0)
+    img.save(buf, "JPEG", quality=JPEG_QUALITY, subsampling=0)
     return buf.getvalue()
 
 
@@ -95,6 +97,7 @@ class ImageView(anywidget.AnyWidget):
     range = t.List(t.Float(), default_value=[], help="[lo, hi] for the colormap; [] = auto").tag(sync=True)
     display_size = t.List(t.Int(), default_value=[512, 512]).tag(sync=True)
     _controls = t.List(t.Dict()).tag(sync=True)
+    _epoch = t.Int(0).tag(sync=True)  # bumped by snapshot(): views it left detached stop
 
     def __init__(self, image: np.ndarray | None = None, *, exposure: float = 0.0, colormap: str = "viridis",
                  srgb: bool = False, size: tuple[int, int] = (512, 512), **kwargs: Any) -> None:
@@ -168,6 +171,7 @@ class ImageView(anywidget.AnyWidget):
         bundle = self._repr_mimebundle_()
         if bundle is not None:
             self._display.update(bundle[0], metadata=bundle[1], raw=True)
+            self._epoch += 1
 
 
 class LiveImage(ImageView):

@@ -107,6 +107,24 @@ def test_widgets_in_jupyterlab(lab: str, lab_tools) -> None:
             # frame loop: frames drawn in 5 s, counted in the page
             play.click()
             loop = live.evaluate(FPS_JS)
+            # while playing, frames are JPEG previews drawn as they are decoded; hovering and a tone
+            # change read their pixels back
+            assert "(jpeg)" in live.locator(".sk-img-zoom").inner_text()
+            raw_frames = live.evaluate("(e) => e.__skStats.slice(-40).filter((r) => r.bytes > 200000).length")
+            assert raw_frames == 0  # no exact frames asked for meanwhile (by views a snapshot left behind)
+            lcanvas.hover(position={"x": 100, "y": 120})
+            assert live.locator(".sk-img-hover").inner_text().startswith("(100, 120) = ("), \
+                live.locator(".sk-img-hover").inner_text()
+            mean_rgb = "(c) => { const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; " \
+                       "let s = 0; for (let i = 0; i < d.length; i += 4) s += d[i] + d[i+1] + d[i+2]; " \
+                       "return s / (3 * d.length / 4); }"
+            bright = lcanvas.evaluate(mean_rgb)
+            exposure = live.locator(".sk-img-exp input")
+            exposure.evaluate("(e) => { e.value = -10; e.dispatchEvent(new Event('input')); }")
+            page.wait_for_timeout(300)
+            dark = lcanvas.evaluate(mean_rgb)
+            exposure.evaluate("(e) => { e.value = 0; e.dispatchEvent(new Event('input')); }")
+            assert dark < 0.2 * bright, (bright, dark)
             play.click()
             page.wait_for_timeout(500)
             wait_js("(e) => Number(e.dataset.frames) > 0", live)
