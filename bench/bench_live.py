@@ -4,14 +4,22 @@
 
 Starts JupyterLab (tests/browser/conftest.py's helper) on a temp root, runs a notebook with
 (1) a LiveImage whose render is light numpy (512x512 RGBA8) and (2) a ``live`` CPU-backend Slang
-kernel (512x512 float4 texture streamed as rgba8), plays each for N seconds and prints, from the
-per-frame timestamps the page keeps (``root.__skStats``; wall clocks of one machine):
+kernel (512x512 float4 texture streamed as rgba8) and plays each one twice for N seconds:
+
+  attached  Playwright connected, as in the browser tests. Playwright observes every websocket frame
+            (it copies each ~35 KB frame, base64, to its driver), which costs the browser and the
+            2 CPU cores it shares with the kernel 3-8 frames/s.
+  detached  Chromium is our own process (--remote-debugging-port); Playwright sets the page up, then
+            disconnects while the loop plays and reconnects to read the page's per-frame records:
+            the browser as a user has it.
+
+Per frame, from the timestamps the page keeps (``root.__skStats``; wall clocks of one machine):
 
   up       browser request sent -> Python comm handler entered   (websocket -> server -> ZMQ)
   python   handler entered -> frame handed to the comm (render + encode + serialise)
   render   the render callback alone
   down     frame handed to the comm -> browser frame handler entered (ZMQ -> server -> websocket)
-  draw     browser: (JPEG decode +) tone map + putImageData + drawImage
+  draw     browser: JPEG decode + drawImage (raw frames: tone map + putImageData + drawImage)
   kb       frame size on the wire
   gap      frame drawn -> next request sent (browser pacing)
   period   drawn -> next drawn (1000 / fps)
@@ -23,12 +31,14 @@ import argparse
 import json
 import pathlib
 import statistics
+import subprocess
 import sys
 import tempfile
+import time
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "browser"))
-from conftest import CHROMIUM, CHROMIUM_ARGS, LIVE_CPU_CELL, jupyterlab, run_all_cells  # noqa: E402
+from conftest import CHROMIUM, CHROMIUM_ARGS, LIVE_CPU_CELL, _free_port, jupyterlab, run_all_cells  # noqa: E402
 
 NUMPY_CELL = '''\
 import numpy as np
@@ -77,8 +87,7 @@ def _p90(xs: list[float]) -> float:
     return round(xs[int(0.9 * (len(xs) - 1))], 1) if xs else float("nan")
 
 
-def summarize(res: dict) -> dict:
-    rows = res["rows"]
+def summarize(rows: list[dict], frames: int, secs: float) -> dict:
     stage = {k: [] for k in ("up", "python", "render", "down", "down_py_to_ws", "down_ws_to_js", "draw", "kb",
                              "gap", "period")}
     for i, r in enumerate(rows):
@@ -94,17 +103,24 @@ def summarize(res: dict) -> dict:
         if i:
             stage["gap"].append(r["req"] - rows[i - 1]["drawn"])
             stage["period"].append(r["drawn"] - rows[i - 1]["drawn"])
-    out = {"fps": round(res["frames"] / res["secs"], 1)}
+    out: dict = {"fps": round(frames / secs, 1)}
     for k, v in stage.items():
         out[k] = {"med": _med(v), "p90": _p90(v)}
     return out
+
+
+def _lab_page(browser):
+    return next(pg for ctx in browser.contexts for pg in ctx.pages if "/lab" in pg.url)
+
+
+def _root(page, i: int):
+    return page.locator(".jp-Notebook .jp-Cell").nth(i + 1).locator(".sk-img")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--only", choices=["numpy", "cpu"])
-    ap.add_argument("--headed", action="store_true")
     ap.add_argument("--raw", action="store_true", help="no JPEG previews (LiveImage(lossy=False))")
     ap.add_argument("--size", type=int, default=512, help="numpy case: image side (display stays 512)")
     args = ap.parse_args()
@@ -118,31 +134,63 @@ def main() -> None:
         names.append("cpu")
     from playwright.sync_api import sync_playwright
 
-    results = {}
+    results: dict[str, dict] = {}
+    port = _free_port()
     with tempfile.TemporaryDirectory() as tmp, jupyterlab(pathlib.Path(tmp), cells, "bench.ipynb") as url:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=not args.headed)
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.add_init_script(WS_HOOK)
-            try:
+        chrome = subprocess.Popen(
+            [CHROMIUM, "--headless=new", f"--remote-debugging-port={port}", f"--user-data-dir={tmp}/chromium",
+             "--window-size=1400,1000", *CHROMIUM_ARGS, "about:blank"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        endpoint = f"http://127.0.0.1:{port}"
+        try:
+            with sync_playwright() as p:
+                for _ in range(100):  # Chromium takes a moment to listen
+                    try:
+                        browser = p.chromium.connect_over_cdp(endpoint)
+                        break
+                    except Exception:  # noqa: BLE001
+                        time.sleep(0.1)
+                page = browser.contexts[0].pages[0]
+                page.set_viewport_size({"width": 1400, "height": 1000})
+                page.add_init_script(WS_HOOK)
                 page.goto(url)
                 run_all_cells(page, len(cells), timeout=180_000)
-                nbcells = page.locator(".jp-Notebook .jp-Cell")
-                for i, name in enumerate(names):
-                    root = nbcells.nth(i + 1).locator(".sk-img")
+                for i in range(len(names)):
+                    root = _root(page, i)
                     root.wait_for(timeout=60_000)
                     page.wait_for_function("(e) => Number(e.dataset.frames) > 0", arg=root.element_handle())
+                browser.close()  # connected over CDP: disconnects, Chromium keeps running
+            for i, name in enumerate(names):
+                with sync_playwright() as p:
+                    page = _lab_page(p.chromium.connect_over_cdp(endpoint))
+                    root = _root(page, i)
                     root.scroll_into_view_if_needed()
                     root.locator(".sk-play").click()
                     page.wait_for_timeout(1000)  # warm up
                     res = page.evaluate(COLLECT_JS, [root.element_handle(), int(args.seconds * 1000)])
+                    attached = summarize(res["rows"], res["frames"], res["secs"])
+                # detached: nothing but the page, the server and the kernel run
+                t0 = time.time() * 1e3
+                time.sleep(args.seconds + 1.0)
+                t1 = time.time() * 1e3
+                with sync_playwright() as p:
+                    page = _lab_page(p.chromium.connect_over_cdp(endpoint))
+                    root = _root(page, i)
+                    rows = page.evaluate("(e) => e.__skStats.slice()", root.element_handle())
                     root.locator(".sk-play").click()
-                    results[name] = summarize(res)
                     page.wait_for_timeout(500)  # paused: the exact frame replaces the JPEG preview
-                    results[name]["shown_after_pause"] = root.locator(".sk-img-zoom").inner_text().strip()
-                    print(name, json.dumps(results[name]), flush=True)
-            finally:
-                browser.close()
+                    shown = root.locator(".sk-img-zoom").inner_text().strip()
+                win = [r for r in rows if t0 + 500 <= r["drawn"] <= t1 - 500]
+                detached = summarize(win, len(win) - 1, (win[-1]["drawn"] - win[0]["drawn"]) / 1e3) if len(win) > 2 \
+                    else {"fps": 0.0}
+                results[name] = {"detached": detached, "attached": attached, "shown_after_pause": shown}
+                print(f"{name}: {detached['fps']} fps detached, {attached['fps']} fps with Playwright attached",
+                      flush=True)
+                for mode, r in (("detached", detached), ("attached", attached)):
+                    print(f"  {mode}:", json.dumps(r), flush=True)
+        finally:
+            chrome.terminate()
+            chrome.wait(timeout=30)
     print("BENCH_LIVE", json.dumps(results))
 
 

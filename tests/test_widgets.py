@@ -279,6 +279,39 @@ def test_liveimage_renders_validated_values_and_reports_errors() -> None:
     assert px.shape == (8, 8, 4) and px[0, 0, 0] == 128
 
 
+def test_liveimage_batch_advances_time_and_frame_and_paces() -> None:
+    """A playing loop asks for several frames per request: each is rendered with time moved on and
+    the frame counter advanced; only the last completes the request."""
+    seen: list[dict] = []
+    metas: list[dict] = []
+
+    def render(v: dict) -> np.ndarray:
+        seen.append(dict(v))
+        if v["frame"] == 13:
+            raise RuntimeError("frame 13")
+        return np.zeros((4, 4, 3), np.uint8)
+
+    live = W.LiveImage(render, {"t": W.Time(), "frame": W.Frame(), "k": W.Slider(0, 1, 0.5)}, size=(4, 4))
+    live.observe(lambda ch: metas.append(dict(ch["new"])), "_frame_meta")
+    seen.clear()
+    live._on_msg(live, {"type": "frame", "values": {"t": 1000, "frame": 6, "k": 1}, "req": 4, "count": 3,
+                        "interval_ms": 30}, [])
+    assert [v["frame"] for v in seen] == [6, 7, 8] and all(v["k"] == 1 for v in seen)
+    assert seen[0]["t"] == 1000 and seen[1]["t"] >= 1000 + 30 and seen[2]["t"] >= seen[1]["t"] + 30
+    assert [m.get("part") for m in metas] == [4, 4, None]
+    assert [m["reqs"] for m in metas] == [[], [], [4]]
+    # bad counts are clamped, not trusted; a failing frame ends the batch with an error for the request
+    sent = Sent(live)
+    seen.clear()
+    live._on_msg(live, {"type": "frame", "values": {"frame": 11}, "req": 5, "count": 1e9}, [])
+    assert [v["frame"] for v in seen] == [11, 12, 13]
+    (err, _), = sent.msgs
+    assert err["type"] == "error" and err["reqs"] == [5] and "frame 13" in err["message"]
+    seen.clear()
+    live._on_msg(live, {"type": "frame", "values": {}, "req": 6, "count": "3", "interval_ms": -5}, [])
+    assert len(seen) == 1
+
+
 def test_snapshot_makes_the_saved_png_the_last_frame() -> None:
     """A static viewer shows the output's stored bundle: snapshot() makes it the current frame."""
     from IPython.core.interactiveshell import InteractiveShell

@@ -130,15 +130,20 @@ class FrameMeta(TypedDict):
 
 
 class FrameRequest(TypedDict, total=False):
-    """Browser -> Python: control values changed and/or the next frame of the loop is wanted.
+    """Browser -> Python: control values changed and/or the next frames of the loop are wanted.
 
-    The browser keeps at most two requests in flight, each carrying the newest values (req: its
-    id, echoed in the answer; lossy: JPEG is acceptable), so frames never queue up.
+    req: its id; the frames answering it carry ``part: req`` except the last, which carries
+    ``reqs: [req, ...]`` (the requests it completes). count: how many frames (1..4; a playing loop
+    asks for several per request, Time and Frame advanced for each), interval_ms: at least this long
+    between frames. The browser asks again only when fewer than two frames are on their way, each
+    request carrying the newest values, so frames never queue up. lossy: JPEG is acceptable.
     """
 
     type: Literal["frame"]
     values: dict[str, object]
     req: int
+    count: int
+    interval_ms: float
     lossy: bool
 
 

@@ -164,7 +164,8 @@ function render({ model, el: host }) {
     chain = chain.then(async () => {
       if (!m || !m.width) { meta = null; return; }
       const t1 = performance.now();
-      const sent = settle(m.reqs);  // NaN unless the frame answers this view's own request
+      const sent = settle(m);  // NaN unless the frame answers this view's own request
+      if (m.render_ms != null) renderMs = m.render_ms;
       let sizeChanged;
       if (m.dtype === "jpeg") {
         let bmp;
@@ -295,48 +296,56 @@ function render({ model, el: host }) {
   const specs = model.get("_controls") || [];
   const timeCtl = specs.find((c) => c.kind === "time");
   const frameCtl = specs.find((c) => c.kind === "frame");
-  // Up to DEPTH requests are in flight (like jupyter_rfb's max_buffered_frames): the kernel renders
-  // frame n+1 while frame n travels, which hides the transport latency. Every request carries the
-  // newest values when it is sent, so at most DEPTH-1 frames behind the controls are ever shown.
-  const DEPTH = 2, MIN_INTERVAL = 1000 / 60;
-  const inFlight = new Map(); // request id -> performance.now() when sent
-  let nextReq = 1, lastSent = -1e9, timer = 0, pending = {}, hasPending = false;
+  // Flow control (like jupyter_rfb's max_buffered_frames): a request goes out only when fewer than
+  // LOW frames are on their way, so the kernel renders the next frame while the last one travels and
+  // frames never queue up. Every request carries the newest values. A playing loop asks for BATCH
+  // frames per request (rendered back to back, at most one per display refresh): each request costs
+  // a kernel busy/idle round that JupyterLab redraws its toolbar, status bar and tab icon for, which
+  // on a small machine cost more than the frames. Slow renders (> SLOW ms) go one at a time, so a
+  // control change never waits behind a batch.
+  const LOW = 2, BATCH = 3, SLOW = 25, FRAME_MS = 1000 / 60;
+  const inFlight = new Map(); // request id -> {t: performance.now() when sent, left: frames to come}
+  let nextReq = 1, pending = {}, hasPending = false, renderMs = 0;
   let playing = false, timeMs = 0, playStart = 0, frameId = 0;
   const drawnTimes = [];
 
+  function outstanding() { let n = 0; for (const r of inFlight.values()) n += r.left; return n; }
   function want(values) { Object.assign(pending, values); hasPending = true; pump(); }
   function pump() {
     const now = performance.now();
-    for (const [id, t] of inFlight) if (now - t > 10000) inFlight.delete(id); // lost (kernel restart)
-    if (inFlight.size >= DEPTH || timer) return;
+    for (const [id, r] of inFlight) if (now - r.t > 10000) inFlight.delete(id); // lost (kernel restart)
     if (!hasPending && !playing) return;
-    const wait = playing ? MIN_INTERVAL - (now - lastSent) : 0;  // not faster than ~60 Hz
-    if (wait > 1) { timer = setTimeout(() => { timer = 0; pump(); }, wait); return; }
-    const values = pending;
+    if (outstanding() >= LOW) return;
+    const values = pending, count = playing && renderMs < SLOW ? BATCH : 1;
     if (playing) {
       timeMs = now - playStart;
       if (timeCtl) values[timeCtl.name] = timeMs;
-      if (frameCtl) values[frameCtl.name] = frameId++;
+      if (frameCtl) values[frameCtl.name] = frameId;
+      frameId += count;
     }
     pending = {}; hasPending = false;
     const req = nextReq++;
-    inFlight.set(req, now); lastSent = now;
-    model.send({ type: "frame", values, req, lossy: true });
+    inFlight.set(req, { t: now, left: count });
+    model.send({ type: "frame", values, req, count, interval_ms: playing ? FRAME_MS : 0, lossy: true });
   }
-  function settle(reqs) {
-    // the frame (or error) answering `reqs` arrived; returns when the oldest of them was sent
+  function settle(m) {
+    // a frame (or error) arrived: one of request m.part's frames, or the last one of m.reqs;
+    // returns when its request was sent (NaN: another view's request)
     let sent = NaN;
-    for (const id of reqs || []) {
-      if (inFlight.has(id)) { const t = inFlight.get(id); sent = sent < t ? sent : t; inFlight.delete(id); }
+    const r = m.part != null ? inFlight.get(m.part) : undefined;
+    if (r) { r.left = Math.max(1, r.left - 1); sent = r.t; }
+    for (const id of m.reqs || []) {
+      const q = inFlight.get(id);
+      if (q) { sent = sent < q.t ? sent : q.t; inFlight.delete(id); }
     }
     return sent;
   }
   function ack() {
     pump();
-    if (lastLossy && !playing && !hasPending && !timer && inFlight.size === 0) {
+    if (lastLossy && !playing && !hasPending && inFlight.size === 0) {
       // the loop rests on a JPEG preview: fetch the exact pixels of that frame (no re-render)
       const req = nextReq++;
-      inFlight.set(req, performance.now());
+      inFlight.set(req, { t: performance.now(), left: 1 });
       lastLossy = false;
       model.send({ type: "exact", req });
     }
@@ -387,7 +396,7 @@ function render({ model, el: host }) {
     if (msg && msg.type === "error") {
       errBox.textContent = msg.message;
       playing = false;
-      if (Array.isArray(msg.reqs)) settle(msg.reqs); else inFlight.clear();
+      if (Array.isArray(msg.reqs)) settle(msg); else inFlight.clear();
       ack();
     }
   }

@@ -3,9 +3,9 @@
 ``live(kernel, image="outputTexture", controls={"amp": Slider(0, 1, 0.5), "t": Time()})`` dispatches
 ``kernel`` with the control values as the uniforms of the same names, shows the texture (or (H, W, C)
 array) parameter ``image`` and re-dispatches on every control change or time step, streaming the new
-frame. Flow control: the browser keeps at most two frame requests in flight (LiveImage), and on
-this side a request that arrives while a frame is being rendered is merged into one pending request,
-so the view never queues stale frames (the latest values always win).
+frame. Flow control: the browser asks for frames only while fewer than two are on their way
+(LiveImage), and on this side a request that arrives while a frame is being rendered is merged into
+one pending request, so the view never queues stale frames (the latest values always win).
 
 ``playground_view(program)`` is the same for a Slang Playground cell
 (:class:`slang_kernel.playground.PlaygroundProgram`): its SLIDER / COLOR_PICK / TIME / FRAME_ID /

@@ -10,11 +10,14 @@ file descriptors travel separately as one byte carrying SCM_RIGHTS right after t
 announces them):
   {"op": "map", "id": N, "size": S} + fd    -> {"addr": A}       map a shared segment
   {"op": "unmap", "ids": [N, ...]}          -> (no reply)        drop segments
-  {"op": "run", "so": PATH, "entry": NAME, "slices": [((x,y,z),(x,y,z)), ...], "threads": N,
-   "params": bytes, "globals": bytes, "checked": bool, "flush": bool}
+  {"op": "run", "so": PATH, "entry": NAME, "groups": (x, y, z), "threads": N,
+   "params": bytes, "globals": bytes, "flush": bool}
         -> {"ok": True, "bounds": (count, index, size, data_ptr) | None, "ms": float}
         |  {"error": TEXT, "kind": "load" | "run"}
   {"op": "ping"}                            -> {"pid": P}
+The dispatch itself (:class:`Kernel`, :class:`Runner`) is shared with the in-process path
+(``Session(isolate=False)``).
+
 The worker ignores SIGINT (Jupyter signals the whole process group on interrupt; the parent decides
 what to do) and dies with its parent (PR_SET_PDEATHSIG).
 """
@@ -51,6 +54,67 @@ class _BoundsReport(ctypes.Structure):
                 ("data", ctypes.c_uint64)]
 
 
+class Kernel:
+    """One entry point of a g++-built kernel library, with the helpers our prelude adds to it."""
+
+    def __init__(self, path: str, entry: str) -> None:
+        self.lib = ctypes.CDLL(path)  # ctypes releases the GIL during calls
+        self.fn = getattr(self.lib, entry)
+        self.fn.argtypes = [ctypes.POINTER(_Varying), ctypes.c_void_p, ctypes.c_void_p]
+        self.fn.restype = None
+        self.addr = ctypes.cast(self.fn, ctypes.c_void_p).value
+        self.share = self.lib.sk_run_share
+        self.share.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32,
+                               ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        self.share.restype = None
+        try:
+            self.report: _BoundsReport | None = _BoundsReport.in_dll(self.lib, "sk_bounds_report")
+        except ValueError:
+            self.report = None
+
+
+def split(groups: tuple[int, int, int], threads: int) -> tuple[int, int]:
+    """(axis, parts): the group range is cut along its longest axis into several slices per thread
+    (of equally long axes the outer one, so that a slice of an image is whole rows)."""
+    axis = max(range(3), key=lambda a: (groups[a], a))
+    return axis, min(threads * 8 if threads > 1 else 1, groups[axis])
+
+
+class Runner:
+    """Runs a dispatch on a persistent pool of N threads. Each makes one call into the kernel library
+    (``sk_run_share``), which takes slices until none are left. The calling thread only waits: when it
+    computed too, the scheduler often woke the helper on the caller's core, and a 4 ms kernel took 7."""
+
+    def __init__(self) -> None:
+        self.pool: ThreadPoolExecutor | None = None
+        self.pool_size = 0
+
+    def run(self, k: Kernel, groups: tuple[int, int, int], threads: int, e_addr: int, g_addr: int) -> None:
+        axis, parts = split(groups, threads)
+        if parts <= 1:
+            v = _Varying((ctypes.c_uint32 * 3)(0, 0, 0), (ctypes.c_uint32 * 3)(*groups))
+            k.fn(ctypes.byref(v), e_addr, g_addr)
+            return
+        n = min(threads, parts)
+        counter = ctypes.c_uint32(0)
+        args = (k.addr, (ctypes.c_uint32 * 3)(*groups), axis, parts, ctypes.byref(counter), e_addr, g_addr)
+        for f in [self._pool(n).submit(k.share, *args) for _ in range(n)]:
+            f.result()
+
+    def _pool(self, size: int) -> ThreadPoolExecutor:
+        if self.pool is None or self.pool_size < size:
+            if self.pool is not None:
+                self.pool.shutdown(wait=True)
+            self.pool = ThreadPoolExecutor(size, thread_name_prefix="slang-cpu")
+            self.pool_size = size
+        return self.pool
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True)
+            self.pool = None
+
+
 def _recv_exact(sock: socket.socket, n: int) -> bytes:
     buf = bytearray()
     while len(buf) < n:
@@ -70,9 +134,8 @@ class Worker:
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.segments: dict[int, tuple[int, int]] = {}
-        self.fns: dict[tuple[str, str], tuple[Any, Any, Any]] = {}
-        self.pool: ThreadPoolExecutor | None = None
-        self.pool_size = 0
+        self.kernels: dict[tuple[str, str], Kernel] = {}
+        self.runner = Runner()
 
     def serve(self) -> None:
         while True:
@@ -103,57 +166,34 @@ class Worker:
             elif op == "exit":
                 return
 
-    def _fn(self, path: str, entry: str) -> tuple[Any, Any, Any]:
-        hit = self.fns.get((path, entry))
-        if hit is None:
-            lib = ctypes.CDLL(path)
-            fn = getattr(lib, entry)
-            fn.argtypes = [ctypes.POINTER(_Varying), ctypes.c_void_p, ctypes.c_void_p]
-            fn.restype = None
-            try:
-                report = _BoundsReport.in_dll(lib, "sk_bounds_report")
-            except ValueError:
-                report = None
-            hit = self.fns[(path, entry)] = (lib, fn, report)
-        return hit
+    def _kernel(self, path: str, entry: str) -> Kernel:
+        k = self.kernels.get((path, entry))
+        if k is None:
+            k = self.kernels[(path, entry)] = Kernel(path, entry)
+        return k
 
     def run(self, msg: dict[str, Any]) -> dict[str, Any]:
         try:
-            _, fn, report = self._fn(msg["so"], msg["entry"])
+            k = self._kernel(msg["so"], msg["entry"])
         except (OSError, AttributeError) as exc:
             return {"error": f"{type(exc).__name__}: {exc}", "kind": "load"}
         params = msg["params"] or b"\0"
         glob = msg["globals"] or b"\0"
         e_buf = ctypes.create_string_buffer(params, len(params))
         g_buf = ctypes.create_string_buffer(glob, len(glob))
-        e_addr, g_addr = ctypes.addressof(e_buf), ctypes.addressof(g_buf)
-        if report is not None:
-            report.count = 0
-        slices = msg["slices"]
+        if k.report is not None:
+            k.report.count = 0
         t0 = time.perf_counter()
-        if len(slices) == 1:
-            _run(fn, slices[0], e_addr, g_addr)
-        else:
-            threads = min(len(slices), int(msg.get("threads") or len(slices)))
-            if self.pool is None or self.pool_size != threads:
-                if self.pool is not None:
-                    self.pool.shutdown(wait=True)
-                self.pool = ThreadPoolExecutor(threads, thread_name_prefix="slang-cpu")
-                self.pool_size = threads
-            for f in [self.pool.submit(_run, fn, s, e_addr, g_addr) for s in slices]:
-                f.result()
+        self.runner.run(k, tuple(msg["groups"]), int(msg.get("threads") or 1),
+                        ctypes.addressof(e_buf), ctypes.addressof(g_buf))
         ms = (time.perf_counter() - t0) * 1000
         if msg.get("flush"):
             _libc.fflush(None)
         bounds = None
-        if report is not None and report.count:
-            bounds = (int(report.count), int(report.index), int(report.size), int(report.data))
+        if k.report is not None and k.report.count:
+            r = k.report
+            bounds = (int(r.count), int(r.index), int(r.size), int(r.data))
         return {"ok": True, "bounds": bounds, "ms": ms}
-
-
-def _run(fn: Any, s: Any, e_addr: int, g_addr: int) -> None:
-    v = _Varying((ctypes.c_uint32 * 3)(*s[0]), (ctypes.c_uint32 * 3)(*s[1]))
-    fn(ctypes.byref(v), e_addr, g_addr)
 
 
 def main() -> None:

@@ -1,7 +1,8 @@
 """CPU backend: Slang's C++ output built by g++ (cached on disk), groups split across cores.
 
 Slang's generated entry point `k(ComputeVaryingInput*, void* entryPointParams, void* globalParams)`
-loops over a range of groups; we hand each thread a slice of the range (ctypes releases the GIL).
+loops over a range of groups; each thread takes slices of the range (``_cpu_worker.Runner``, shared by
+the worker process and the in-process path).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ import threading
 import time
 import warnings
 import weakref
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
@@ -33,6 +33,7 @@ import numpy as np
 from ..cache import digest
 from ..compiler.reflection import TypeInfo
 from . import BackendUnavailable, _shm
+from ._cpu_worker import Kernel, Runner
 from ._packing import Packer, ParameterError, StructPlan, buffer_array, fast_encoder
 
 if TYPE_CHECKING:
@@ -60,11 +61,6 @@ class UnsupportedOnCpu(NotImplementedError):
     """The kernel uses something Slang's CPU target cannot run."""
 
 
-class _Varying(ctypes.Structure):
-    _fields_ = [("start", ctypes.c_uint32 * 3), ("end", ctypes.c_uint32 * 3)]
-
-
-
 STAGING_KEEP = 256 << 20  # a staging segment larger than this is given back after the dispatch
 WORKER = Path(__file__).with_name("_cpu_worker.py")
 
@@ -88,8 +84,8 @@ class CpuBackend:
         self.isolate = bool(getattr(session, "isolate", True))
         self.timeout: float | None = getattr(session, "timeout", None)
         self.workers = max(1, session.threads or os.cpu_count() or 1)
-        self._pool: ThreadPoolExecutor | None = None
-        self._libs: dict[str, tuple[ctypes.CDLL, Any]] = {}
+        self._runner = Runner()
+        self._kernels: dict[tuple[str, str], Kernel] = {}
         self._loaded: dict[tuple[str, bool], _Loaded] = {}
         self._lock = threading.Lock()
         self._run_lock = threading.Lock()
@@ -182,21 +178,13 @@ class CpuBackend:
                 self._build(kernel, path)
         return path
 
-    def _load(self, loaded: "_Loaded") -> Any:
+    def _load(self, loaded: "_Loaded") -> Kernel:
         """dlopen in this process (the in-process path only)."""
         with self._lock:
-            hit = self._libs.get(loaded.path)
-            if hit is None:
-                lib = ctypes.CDLL(loaded.path)
-                hit = self._libs[loaded.path] = (lib, {})
-            fns = hit[1]
-            fn = fns.get(loaded.entry)
-            if fn is None:
-                fn = getattr(hit[0], loaded.entry)
-                fn.argtypes = [ctypes.POINTER(_Varying), ctypes.c_void_p, ctypes.c_void_p]
-                fn.restype = None
-                fns[loaded.entry] = fn
-        return hit[0], fn
+            k = self._kernels.get((loaded.path, loaded.entry))
+            if k is None:
+                k = self._kernels[(loaded.path, loaded.entry)] = Kernel(loaded.path, loaded.entry)
+        return k
 
     def _build(self, kernel: "CompiledKernel", path: Path) -> None:
         scratch = self.session.cache.scratch_dir()
@@ -254,28 +242,23 @@ class CpuBackend:
     def _dispatch_here(self, kernel: "CompiledKernel", loaded: "_Loaded", groups: tuple[int, int, int],
                        values: Mapping[str, Any]) -> None:
         try:
-            lib, fn = self._load(loaded)
+            k = self._load(loaded)
         except OSError:  # a damaged .so in the cache (dlopen refused it): rebuild it once
             try:
                 os.unlink(loaded.path)
             except OSError:
                 pass
             self._build_cached(kernel)
-            lib, fn = self._load(loaded)
+            k = self._load(loaded)
         ctx = _Context(None, None)
         packer, entry, glob = self._pack(loaded, values, ctx)
         e_buf = (ctypes.c_char * max(1, len(entry))).from_buffer(entry if entry else bytearray(1))
         g_buf = (ctypes.c_char * max(1, len(glob))).from_buffer(glob if glob else bytearray(1))
-        slices = self._split(groups)
-        report = _BoundsReport.in_dll(lib, "sk_bounds_report")
+        report = k.report
+        assert report is not None
         report.count = 0
         with _CaptureStdout(enabled=loaded.printf):
-            if len(slices) == 1:
-                _run(fn, slices[0], e_buf, g_buf)
-            else:
-                pool = self._executor()
-                for f in [pool.submit(_run, fn, s, e_buf, g_buf) for s in slices]:
-                    f.result()
+            self._runner.run(k, groups, self.workers, ctypes.addressof(e_buf), ctypes.addressof(g_buf))
         del packer
         if report.count:
             self._bounds_error(kernel, ctx, (report.count, report.index, report.size, report.data))
@@ -319,7 +302,7 @@ class CpuBackend:
                 proc.restart()
             raise
         assert ctx is not None
-        msg = {"op": "run", "so": loaded.path, "entry": loaded.entry, "slices": self._split(groups),
+        msg = {"op": "run", "so": loaded.path, "entry": loaded.entry, "groups": tuple(groups),
                "threads": self.workers,
                "params": bytes(entry), "globals": bytes(glob), "flush": loaded.printf}
         t0 = time.perf_counter()
@@ -392,29 +375,8 @@ class CpuBackend:
             with self._proc.lock:
                 self._proc.restart()
 
-    def _split(self, groups: tuple[int, int, int]) -> list[tuple[tuple[int, int, int], tuple[int, int, int]]]:
-        """Slices of the group range along its longest axis: several per thread, taken by whichever
-        thread is free, so an uneven kernel (a Mandelbrot's busy half) still keeps every core busy."""
-        axis = max(range(3), key=groups.__getitem__)
-        n = groups[axis]
-        parts = min(self.workers * 8 if self.workers > 1 else 1, n)
-        out = []
-        for i in range(parts):
-            lo, hi = n * i // parts, n * (i + 1) // parts
-            start, end = [0, 0, 0], list(groups)
-            start[axis], end[axis] = lo, hi
-            out.append((tuple(start), tuple(end)))
-        return out  # type: ignore[return-value]
-
-    def _executor(self) -> ThreadPoolExecutor:
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="slang-cpu")
-        return self._pool
-
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-            self._pool = None
+        self._runner.close()
         if self._proc is not None:
             self._proc.close()
         self._drop_staging()
@@ -694,11 +656,6 @@ def _array_pointer(a: np.ndarray) -> int:
     return a.ctypes.data
 
 
-class _BoundsReport(ctypes.Structure):
-    _fields_ = [("count", ctypes.c_uint64), ("index", ctypes.c_uint64), ("size", ctypes.c_uint64),
-                ("data", ctypes.c_uint64)]
-
-
 def _caller_level() -> int:
     """The warnings stack level of the first frame outside this package: the user's call."""
     import inspect
@@ -723,11 +680,6 @@ def _cpu_identity() -> str:
         import platform
 
         return platform.processor() or platform.machine()
-
-
-def _run(fn: Any, s: tuple[tuple[int, int, int], tuple[int, int, int]], e_buf: Any, g_buf: Any) -> None:
-    v = _Varying((ctypes.c_uint32 * 3)(*s[0]), (ctypes.c_uint32 * 3)(*s[1]))
-    fn(ctypes.byref(v), ctypes.addressof(e_buf), ctypes.addressof(g_buf))
 
 
 _USER_LINE = re.compile(r'#line \d+ "')

@@ -51,3 +51,21 @@ static inline size_t sk_oob_byte_index(size_t index, size_t elem, size_t bytes, 
 #define SLANG_BOUND_CHECK_BYTE_ADDRESS(index, elemSize, sizeInBytes) \
     if ((size_t)(sizeInBytes) < (size_t)(elemSize) || (size_t)(index) > (size_t)(sizeInBytes) - (size_t)(elemSize)) \
         index = sk_oob_byte_index((size_t)(index), (size_t)(elemSize), (size_t)(sizeInBytes), data);
+
+// One thread's share of a dispatch. The group range is cut into `parts` slices along `axis`; every
+// thread of the host's pool calls this once and takes slices from the shared counter until none are
+// left, so an uneven kernel (a Mandelbrot's busy half) keeps every core busy and no Python runs (or
+// waits for its interpreter lock) between slices.
+extern "C" __attribute__((visibility("default")))
+void sk_run_share(void (*entry)(void*, void*, void*), const uint32_t* groups, uint32_t axis, uint32_t parts,
+                  uint32_t* next, void* entry_params, void* global_params)
+{
+    struct { uint32_t start[3]; uint32_t end[3]; } range;
+    const uint64_t n = groups[axis];
+    for (uint32_t k; (k = __atomic_fetch_add(next, 1, __ATOMIC_RELAXED)) < parts;) {
+        for (int i = 0; i < 3; i++) { range.start[i] = 0; range.end[i] = groups[i]; }
+        range.start[axis] = (uint32_t)(n * k / parts);
+        range.end[axis] = (uint32_t)(n * (k + 1) / parts);
+        entry(&range, entry_params, global_params);
+    }
+}
