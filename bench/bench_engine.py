@@ -7,6 +7,7 @@
 3. kernel compile at the end of that chain     vs slangpy load + kernel lookup
 4. CPU dispatch                                 vs numpy, same arithmetic
 5. CPU dispatch, all cores                      vs 1 thread (compute-bound kernel)
+6. CPU dispatch of a light 512x512 image kernel vs 1 thread (the live-image kernel of bench_live.py)
 Medians over --repeat runs. The compile cache is off for our side, so every run compiles.
 """
 
@@ -46,6 +47,16 @@ void mandel(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<uint> it, u
     uint i = 0;
     while (i < 256 && dot(z, z) < 4.0) { z = float2(z.x * z.x - z.y * z.y, 2 * z.x * z.y) + c; i++; }
     it[t.y * w + t.x] = i;
+}"""
+LIGHT = """
+uniform float amp; uniform float t;
+RWStructuredBuffer<float4> pixels;
+[shader("compute")][numthreads(16, 16, 1)]
+void light(uint3 id : SV_DispatchThreadID) {
+    uint2 p = id.xy; if (p.x >= 512 || p.y >= 512) return;
+    float2 uv = float2(p) / 512.0;
+    float s = 0.5 + 0.5 * sin(20.0 * uv.x + t * 0.002) * cos(14.0 * uv.y - t * 0.001);
+    pixels[p.y * 512 + p.x] = float4(amp * s, uv.y, 1.0 - s, 1.0);
 }"""
 ARITH = """
 [shader("compute")][numthreads(256, 1, 1)]
@@ -146,15 +157,25 @@ def main() -> None:
         assert np.allclose(o, np.sqrt(x * x + 1.0) * np.exp(-x) + np.sin(x), atol=1e-4)
         rows.append(("CPU dispatch, 2^22 floats, sqrt/exp/sin", ours, theirs, "numpy"))
 
+        def all_vs_one(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
+            all_cores = median_ms(fn, repeat)
+            s.backend.workers = 1
+            one = median_ms(fn, repeat)
+            s.backend.workers = os.cpu_count() or 1
+            return all_cores, one
+
         s.run_cell(MANDEL, name="mandel")
         w, h = 1024, 768
         it = np.zeros((h, w), np.uint32)
         km = s.kernel("mandel")
-        all_cores = median_ms(lambda: km(threads=(w, h), it=it, w=w, h=h), max(3, args.repeat // 3))
-        s.backend.workers = 1
-        one = median_ms(lambda: km(threads=(w, h), it=it, w=w, h=h), max(3, args.repeat // 3))
-        s.backend.workers = os.cpu_count() or 1
-        rows.append((f"CPU mandelbrot 1024x768, {os.cpu_count()} threads", all_cores, one, "1 thread"))
+        rows.append((f"CPU mandelbrot 1024x768, {os.cpu_count()} threads",
+                     *all_vs_one(lambda: km(threads=(w, h), it=it, w=w, h=h), max(3, args.repeat // 3)), "1 thread"))
+        s.run_cell(LIGHT, name="light")
+        pixels = s.backend.zeros((512, 512, 4), np.float32)
+        kl = s.kernel("light")
+        rows.append((f"CPU light 512x512 image kernel, {os.cpu_count()} threads",
+                     *all_vs_one(lambda: kl(threads=(512, 512, 1), amp=0.5, t=1.0, pixels=pixels), 4 * args.repeat),
+                     "1 thread"))
         s.close()
 
     print(f"\n{'benchmark':48} {'ours ms':>9} {'peer ms':>9} {'speed-up':>9}  peer")
