@@ -15,14 +15,18 @@ kernel (512x512 float4 texture streamed as rgba8) and plays each one twice for N
 
 Per frame, from the timestamps the page keeps (``root.__skStats``; wall clocks of one machine):
 
-  up       browser request sent -> Python comm handler entered   (websocket -> server -> ZMQ)
-  python   handler entered -> frame handed to the comm (render + encode + serialise)
+  up       browser request sent -> Python comm handler entered   (websocket -> server -> ZMQ, and
+           the wait while the kernel renders the previous batch)
+  python   handler entered -> frame handed to the comm (render + encode + serialise; a playing loop
+           asks for 3 frames per request, so this includes the batch's earlier frames and the
+           pacing to 60 frames/s)
   render   the render callback alone
   down     frame handed to the comm -> browser frame handler entered (ZMQ -> server -> websocket)
   draw     browser: JPEG decode + drawImage (raw frames: tone map + putImageData + drawImage)
   kb       frame size on the wire
-  gap      frame drawn -> next request sent (browser pacing)
+  gap      frame drawn -> next request sent (negative: the request went out before, as it should)
   period   drawn -> next drawn (1000 / fps)
+  machine_busy_pct   CPU use of the whole machine (all processes) while detached: the headroom
 """
 
 from __future__ import annotations
@@ -109,6 +113,16 @@ def summarize(rows: list[dict], frames: int, secs: float) -> dict:
     return out
 
 
+def _cpu_times() -> tuple[int, int] | None:
+    """(busy, total) jiffies of the whole machine (Linux), to report how loaded it was meanwhile."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+    except OSError:
+        return None
+    return sum(v) - v[3] - v[4], sum(v)
+
+
 def _lab_page(browser):
     return next(pg for ctx in browser.contexts for pg in ctx.pages if "/lab" in pg.url)
 
@@ -171,7 +185,11 @@ def main() -> None:
                     attached = summarize(res["rows"], res["frames"], res["secs"])
                 # detached: nothing but the page, the server and the kernel run
                 t0 = time.time() * 1e3
-                time.sleep(args.seconds + 1.0)
+                time.sleep(0.5)
+                c0 = _cpu_times()
+                time.sleep(args.seconds)
+                c1 = _cpu_times()
+                time.sleep(0.5)
                 t1 = time.time() * 1e3
                 with sync_playwright() as p:
                     page = _lab_page(p.chromium.connect_over_cdp(endpoint))
@@ -183,9 +201,11 @@ def main() -> None:
                 win = [r for r in rows if t0 + 500 <= r["drawn"] <= t1 - 500]
                 detached = summarize(win, len(win) - 1, (win[-1]["drawn"] - win[0]["drawn"]) / 1e3) if len(win) > 2 \
                     else {"fps": 0.0}
+                if c0 and c1:
+                    detached["machine_busy_pct"] = round(100 * (c1[0] - c0[0]) / max(1, c1[1] - c0[1]), 1)
                 results[name] = {"detached": detached, "attached": attached, "shown_after_pause": shown}
-                print(f"{name}: {detached['fps']} fps detached, {attached['fps']} fps with Playwright attached",
-                      flush=True)
+                print(f"{name}: {detached['fps']} fps detached (machine {detached.get('machine_busy_pct', '?')}% "
+                      f"busy), {attached['fps']} fps with Playwright attached", flush=True)
                 for mode, r in (("detached", detached), ("attached", attached)):
                     print(f"  {mode}:", json.dumps(r), flush=True)
         finally:
