@@ -8,7 +8,9 @@ import dagre from "./vendor/dagre.esm.js";
 import { el, sv } from "./_dom.js";
 
 const CH = 6.6, ROW = 14, HEAD = 20, MAXCH = 72;
-const DATAFLOW_MAX = 600;  // instructions; above this the data-flow level falls back to blocks
+// instructions; above this the data-flow level falls back to blocks (dagre lays out ~1500 nodes in
+// ~0.9 s on one core of the 2-core dev machine, growing about linearly: bench/RESULTS.md)
+const DATAFLOW_MAX = 1000;
 const ROLE_COLOR = {
   primal: "#3b6fb6", forward: "#2a9d8f", backward_primal: "#c79a1a", backward_propagate: "#d1603d",
   rematerialize: "#8e5bd6", context: "#888888", backward: "#d1603d",
