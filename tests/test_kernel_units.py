@@ -229,6 +229,11 @@ def test_install_into_a_prefix(tmp_path: Path) -> None:
     assert spec["display_name"] == "Slang" and spec["language"] == "slang"
     assert spec["env"] == {"SLANG_KERNEL_BACKEND": "cpu"}
     assert (spec_dir / "logo-32x32.png").exists() and (spec_dir / "logo-64x64.png").exists()
+    # the Slang highlighting for JupyterLab goes next to it, complete (its entry file is there)
+    ext = tmp_path / "share" / "jupyter" / "labextensions" / "slang-kernel-syntax"
+    meta = json.loads((ext / "package.json").read_text())
+    assert (ext / meta["jupyterlab"]["_build"]["load"]).is_file()
+    assert not [p for p in ext.parent.iterdir() if p.name.startswith(".tmp-")]  # staged copy moved in
 
 
 def test_main_entry_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
@@ -240,8 +245,10 @@ def test_main_entry_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsy
     monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "share" / "jupyter"))
     spec = KernelSpecManager().get_kernel_spec("slang-test")
     assert spec.display_name == "Slang (test)" and spec.language == "slang"
+    assert (tmp_path / "share" / "jupyter" / "labextensions" / "slang-kernel-syntax").is_dir()
     assert main(["uninstall", "--name", "slang-test"]) == 0
     assert "Removed" in capsys.readouterr().out
+    assert not (tmp_path / "share" / "jupyter" / "labextensions" / "slang-kernel-syntax").exists()
     with pytest.raises(SystemExit):
         main([])
 

@@ -1,4 +1,6 @@
-"""The `slang` kernelspec: kernel.json and logos, installed with jupyter_client's KernelSpecManager."""
+"""The `slang` kernelspec (kernel.json and logos, installed with jupyter_client's KernelSpecManager)
+and, next to it, the Slang syntax highlighting for JupyterLab and Notebook 7 (a prebuilt
+labextension: labextension/, built from labextension_src/ by scripts/build-labextension)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ __all__ = [
     "KERNEL_NAME",
     "RESOURCES",
     "install",
+    "install_labextension",
     "kernel_json",
     "temporary_kernelspec",
     "uninstall",
@@ -25,6 +28,8 @@ __all__ = [
 KERNEL_NAME = "slang"
 DISPLAY_NAME = "Slang"
 RESOURCES = Path(__file__).with_name("resources")
+LABEXTENSION = Path(__file__).with_name("labextension")
+LABEXTENSION_NAME = "slang-kernel-syntax"
 
 
 def kernel_json(python: str | None = None, display_name: str = DISPLAY_NAME,
@@ -73,7 +78,25 @@ def install(*, user: bool = False, sys_prefix: bool = False, prefix: str | None 
         prefix = sys.prefix
     with tempfile.TemporaryDirectory() as tmp:
         src = write_kernelspec(Path(tmp) / kernel_name, python=python, display_name=display_name, env=env)
-        return KernelSpecManager().install_kernel_spec(str(src), kernel_name, user=user, prefix=prefix)
+        dest = KernelSpecManager().install_kernel_spec(str(src), kernel_name, user=user, prefix=prefix)
+    install_labextension(Path(dest).parent.parent)  # <data>/kernels/<name> -> <data>
+    return dest
+
+
+def install_labextension(data_dir: str | os.PathLike[str]) -> Path | None:
+    """Copy the prebuilt Slang highlighting into `data_dir`/labextensions (JupyterLab loads every
+    folder there at start). None when this copy of the package has no built extension."""
+    if not (LABEXTENSION / "package.json").exists():
+        return None
+    dest = Path(data_dir) / "labextensions" / LABEXTENSION_NAME
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=dest.parent, prefix=".tmp-") as tmp:  # same file system
+        staged = Path(tmp) / LABEXTENSION_NAME
+        shutil.copytree(LABEXTENSION, staged)
+        if dest.exists():
+            shutil.rmtree(dest)
+        os.replace(staged, dest)
+    return dest
 
 
 def uninstall(kernel_name: str = KERNEL_NAME) -> str:
@@ -82,6 +105,7 @@ def uninstall(kernel_name: str = KERNEL_NAME) -> str:
     ksm = KernelSpecManager()
     path = ksm.get_kernel_spec(kernel_name).resource_dir
     ksm.remove_kernel_spec(kernel_name)
+    shutil.rmtree(Path(path).parent.parent / "labextensions" / LABEXTENSION_NAME, ignore_errors=True)
     return path
 
 

@@ -100,9 +100,9 @@ LANGUAGE_INFO = {
     "version": "2026",
     "mimetype": "text/x-slang",
     "file_extension": ".slang",
-    # JupyterLab looks the name up first, then the mime: C++ highlighting (the closest built-in mode);
-    # the classic notebook's CodeMirror 5 takes "clike" with the C++ mime.
-    "codemirror_mode": {"name": "clike", "mime": "text/x-c++src"},
+    # JupyterLab looks the name up first, then the mime: our Slang language (the labextension that
+    # `python -m slang_kernel install` puts next to the kernelspec), else C++ highlighting
+    "codemirror_mode": {"name": "slang", "mime": "text/x-c++src"},
     "pygments_lexer": "slang",
     "nbconvert_exporter": "script",
 }

@@ -86,14 +86,17 @@ def _free_port() -> int:
 
 
 @contextmanager
-def jupyterlab(root: pathlib.Path, cells: Sequence[str], notebook: str = "test.ipynb") -> Iterator[str]:
-    """Start JupyterLab on `root` with a notebook of `cells`; yields its URL; stops it by process group."""
+def jupyterlab(root: pathlib.Path, cells: Sequence[str], notebook: str = "test.ipynb",
+               kernelspec: dict[str, str] | None = None) -> Iterator[str]:
+    """Start JupyterLab on `root` with a notebook of `cells` (a Python 3 notebook unless `kernelspec`
+    says otherwise); yields its URL; stops it by process group."""
     if not pathlib.Path(CHROMIUM).exists():
         pytest.skip(f"{CHROMIUM} not installed (apt-get install -y chromium)")
     pytest.importorskip("playwright.sync_api")
     nb = {"cells": [{"cell_type": "code", "execution_count": None, "id": f"c{i}", "metadata": {},
                      "outputs": [], "source": src} for i, src in enumerate(cells)],
-          "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+          "metadata": {"kernelspec": kernelspec or {"name": "python3", "display_name": "Python 3",
+                                                    "language": "python"}},
           "nbformat": 4, "nbformat_minor": 5}
     (root / notebook).write_text(json.dumps(nb))
     settings = root / ".settings" / "@jupyterlab" / "apputils-extension"
