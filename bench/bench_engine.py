@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import pathlib
 import platform
 import statistics
+import sys
 import tempfile
 import time
 from typing import Callable
@@ -24,6 +26,9 @@ from typing import Callable
 import numpy as np
 
 import slang_kernel as sk
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests" / "browser"))
+from conftest import LIGHT_KERNEL  # noqa: E402  (the kernel bench_live.py streams)
 
 CELL_50 = "\n".join(
     ["struct Material { float3 albedo; float roughness; float metallic; };"]
@@ -47,16 +52,6 @@ void mandel(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<uint> it, u
     uint i = 0;
     while (i < 256 && dot(z, z) < 4.0) { z = float2(z.x * z.x - z.y * z.y, 2 * z.x * z.y) + c; i++; }
     it[t.y * w + t.x] = i;
-}"""
-LIGHT = """
-uniform float amp; uniform float t;
-RWStructuredBuffer<float4> pixels;
-[shader("compute")][numthreads(16, 16, 1)]
-void light(uint3 id : SV_DispatchThreadID) {
-    uint2 p = id.xy; if (p.x >= 512 || p.y >= 512) return;
-    float2 uv = float2(p) / 512.0;
-    float s = 0.5 + 0.5 * sin(20.0 * uv.x + t * 0.002) * cos(14.0 * uv.y - t * 0.001);
-    pixels[p.y * 512 + p.x] = float4(amp * s, uv.y, 1.0 - s, 1.0);
 }"""
 ARITH = """
 [shader("compute")][numthreads(256, 1, 1)]
@@ -170,9 +165,9 @@ def main() -> None:
         km = s.kernel("mandel")
         rows.append((f"CPU mandelbrot 1024x768, {os.cpu_count()} threads",
                      *all_vs_one(lambda: km(threads=(w, h), it=it, w=w, h=h), max(3, args.repeat // 3)), "1 thread"))
-        s.run_cell(LIGHT, name="light")
+        s.run_cell(LIGHT_KERNEL, name="light")
         pixels = s.backend.zeros((512, 512, 4), np.float32)
-        kl = s.kernel("light")
+        kl = s.kernel("shade")
         rows.append((f"CPU light 512x512 image kernel, {os.cpu_count()} threads",
                      *all_vs_one(lambda: kl(threads=(512, 512, 1), amp=0.5, t=1.0, pixels=pixels), 4 * args.repeat),
                      "1 thread"))

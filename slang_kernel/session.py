@@ -194,9 +194,12 @@ class Session:
     def cell(self, name: str) -> Cell:
         return self._cells[name]
 
-    def _check(self, name: str, module: str, source: str, earlier: Sequence[Cell]) -> Cell:
+    def _check(self, name: str, module: str, source: str, earlier: Sequence[Cell],
+               own: frozenset[str] = frozenset()) -> Cell:
+        """Check one cell against the earlier cells it uses. `own`: names the cell defines itself (known
+        after a first check); earlier cells are not imported for those."""
         idents = identifiers(source)
-        imports = resolve_imports(idents, earlier)
+        imports = resolve_imports(idents - own, earlier)
         deps = self._closure(imports)
         full = import_prefix([c.module for c in imports]) + source
         key = self._check_key(name, module, full, deps)
@@ -227,6 +230,12 @@ class Session:
         cell.blob = reply["blob"]
         cell.decls = tuple(reply["decls"])
         cell.entry_points = tuple(reply.get("entry_points", ()))
+        cell.own = frozenset(cell.defines())
+        if not own and resolve_imports(idents - cell.own, earlier) != imports:
+            # The cell redefines a name an earlier cell defines: the latest definition wins, so that
+            # cell is not imported for it (its `shade` would overload this cell's, and an entry point
+            # named `shade` could no longer be found).
+            return self._check(name, module, source, earlier, cell.own)
         return cell
 
     def _annotate(self, diags: list[Diagnostic], name: str, earlier: Sequence[Cell]) -> list[Diagnostic]:
@@ -254,12 +263,12 @@ class Session:
         for later_name in order[start:]:
             cell = self._cells[later_name]
             earlier = [self._cells[n] for n in order[: order.index(later_name)]]
-            imports = resolve_imports(cell.idents, earlier)
+            imports = resolve_imports(cell.idents - cell.own, earlier)
             deps = self._closure(imports)
             full = import_prefix([c.module for c in imports]) + cell.source
             if self._check_key(cell.name, cell.module, full, deps) == cell.digest and cell.ok:
                 continue
-            new = self._check(cell.name, cell.module, cell.source, earlier)
+            new = self._check(cell.name, cell.module, cell.source, earlier, cell.own)
             if new.error is not None:  # keep what it defined, so lookups can say it is broken
                 new.decls, new.entry_points = cell.decls, cell.entry_points
             self._cells[later_name] = new
@@ -393,6 +402,11 @@ class Session:
             if target == "cpp" and any(d.code == "E36107" for d in diags):
                 hint = (" Slang's CPU target has no group barriers, atomics or wave operations (the notes "
                         "below name the construct): run this kernel with backend='vulkan' or 'cuda'.")
+            clash = [(e, d.name) for e in entries for d in deps if e in d.defines()]
+            if clash and any(d.code == "E38000" for d in diags):
+                e, other = clash[0]
+                hint = (f" {other} also defines `{e}`, and this cell uses other names of {other}, so Slang sees "
+                        f"both `{e}` as overloads and cannot pick the entry point: rename one of them.")
             raise SlangCompileError(f"{', '.join(entries) or what} did not compile for target {target}.{hint}",
                                     diags, sources)
         used: dict[str, frozenset[str] | None] = {e: None for e in names}

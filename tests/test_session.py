@@ -99,6 +99,26 @@ def test_later_definition_wins(cpu_session: sk.Session) -> None:
     assert s.function("k2")(np.float32(0)) == 2.0
 
 
+def test_a_cell_that_redefines_a_name_does_not_import_the_old_one(cpu_session: sk.Session) -> None:
+    """A kernel named like an earlier cell's function: the cell defines the name itself, so the earlier
+    cell is not imported for it (its function would overload the kernel and hide the entry point)."""
+    s = cpu_session
+    s.run_cell("struct Mat1 { float a; };\nfloat paint(Mat1 m, float x) { return m.a * x; }\n"
+               "float helper1(float x) { return x + 1; }", name="old_paint")
+    s.run_cell("[shader(\"compute\")][numthreads(4, 1, 1)]\n"
+               "void paint(uint3 i: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o) { o[i.x] = i.x * 2; }",
+               name="new_paint")
+    o = np.zeros(4, np.float32)
+    s.kernel("paint")(threads=4, o=o)
+    np.testing.assert_array_equal(o, [0, 2, 4, 6])
+    # using another name of that cell imports it after all: then the clash is explained
+    s.run_cell("[shader(\"compute\")][numthreads(4, 1, 1)]\n"
+               "void paint(uint3 i: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o) { o[i.x] = helper1(i.x); }",
+               name="new_paint")
+    with pytest.raises(sk.SlangCompileError, match="old_paint also defines `paint`.*rename one of them"):
+        s.kernel("paint")(threads=4, o=o)
+
+
 def test_dependent_that_breaks_is_reported(cpu_session: sk.Session) -> None:
     s = cpu_session
     s.run_cell("float base_fn(float x) { return x; }", name="base")

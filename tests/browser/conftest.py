@@ -57,14 +57,8 @@ FPS_JS = """(root) => new Promise((done) => {
 })"""
 
 
-# A light CPU-backend Slang kernel bound to a live image (used by the playground browser test and
-# bench/bench_live.py): append a line that shows `view`.
-LIVE_CPU_CELL = '''\
-import numpy as np, slang_kernel as sk
-from slang_kernel.playground import live
-from slang_kernel.widgets import Slider, Time
-cpu = sk.Session(backend="cpu")
-cpu.run_cell(r"""
+# A light 512x512 image kernel (sin/cos per pixel; also timed alone by bench/bench_engine.py)
+LIGHT_KERNEL = """
 uniform float amp; uniform float t;
 RWStructuredBuffer<float4> pixels;
 [shader("compute")][numthreads(16, 16, 1)]
@@ -73,10 +67,19 @@ void shade(uint3 id : SV_DispatchThreadID) {
     float2 uv = float2(p) / 512.0;
     float s = 0.5 + 0.5 * sin(20.0 * uv.x + t * 0.002) * cos(14.0 * uv.y - t * 0.001);
     pixels[p.y * 512 + p.x] = float4(amp * s, uv.y, 1.0 - s, 1.0);
-}""")
+}"""
+
+# That kernel bound to a live image on the CPU backend (used by the playground browser test and
+# bench/bench_live.py): append a line that shows `view`.
+LIVE_CPU_CELL = f'''\
+import numpy as np, slang_kernel as sk
+from slang_kernel.playground import live
+from slang_kernel.widgets import Slider, Time
+cpu = sk.Session(backend="cpu")
+cpu.run_cell(r"""{LIGHT_KERNEL}""")
 pixels = cpu.backend.zeros((512, 512, 4), np.float32)
-view = live(cpu.kernel("shade"), image="pixels", controls={"amp": Slider(0, 1, 0.8), "t": Time()},
-            values={"pixels": pixels}, threads=(512, 512, 1))'''
+view = live(cpu.kernel("shade"), image="pixels", controls={{"amp": Slider(0, 1, 0.8), "t": Time()}},
+            values={{"pixels": pixels}}, threads=(512, 512, 1))'''
 
 
 def _free_port() -> int:
