@@ -158,7 +158,7 @@ function render({ model, el: host }) {
   // RGB(A) u1 frame) is decoded off the main thread and, with neutral tone settings, drawn as is: no
   // pixel readback or tone-map pass per frame (hover or a tone change reads the pixels back once).
   let chain = Promise.resolve(), lastLossy = false;
-  function loadFrame() {
+  function loadFrame(first = false) {
     const t0 = performance.now();
     const m = model.get("_frame_meta"), dv = model.get("_frame");
     chain = chain.then(async () => {
@@ -172,7 +172,9 @@ function render({ model, el: host }) {
         try { bmp = await createImageBitmap(new Blob([dv], { type: "image/jpeg" })); }
         catch (e) { console.warn("ImageView: bad JPEG frame", e); return; }
         meta = { ...m, dtype: "u1", channels: 4, preview: true }; raw = null;
-        lastLossy = sent === sent;  // this view asked for it, so it fetches the exact pixels later
+        // the view that asked for it fetches the exact pixels once the loop rests; so does a view that
+        // starts on a preview (re-created by a pause's snapshot, perhaps before that exchange)
+        lastLossy = sent === sent || first;
         sizeChanged = sizeOff(m.width, m.height);
         offCtx.drawImage(bmp, 0, 0);
         bmp.close();
@@ -408,7 +410,7 @@ function render({ model, el: host }) {
   model.on("msg:custom", onCustom);
   model.on("change:_epoch", onEpoch);
   for (const k of ["exposure", "colormap", "srgb", "range"]) model.on("change:" + k, onTone);
-  loadFrame().then(syncBar);
+  loadFrame(true).then(() => { syncBar(); ack(); });
   syncBar();
   function cleanup() {
     playing = false;

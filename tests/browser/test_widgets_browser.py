@@ -96,6 +96,8 @@ def test_widgets_in_jupyterlab(lab: str, lab_tools) -> None:
             play.click()  # pausing refreshes the saved PNG: the view is re-created
             page.wait_for_timeout(500)
             wait_js("(e) => Number(e.dataset.frames) > 0", live)
+            # ... and it ends on the exact pixels, not on the last JPEG preview
+            wait_js("(e) => !e.querySelector('.sk-img-zoom').textContent.includes('jpeg')", live, timeout=10_000)
             before = lcanvas.evaluate(CANVAS_STATS)
             frames0 = int(live.get_attribute("data-frames"))
             slider = live.locator(".sk-ctl-slider input")
