@@ -208,7 +208,19 @@ def test_lossy_frames_are_jpeg_only_when_opaque() -> None:
     see_through[0, 0, 3] = 7
     iv.update(see_through, lossy=True)
     assert iv._frame_meta["dtype"] == "u1" and iv._frame == see_through.tobytes()
-    iv.update(rgba.astype(np.float32) / 255, lossy=True)  # floats always travel raw
+    # floats are tone-mapped here first, as the view shows them (exposure, colormap, range), then JPEG
+    for view, img in ((W.ImageView(exposure=1.0), rgba.astype(np.float32) / 510),
+                      (W.ImageView(colormap="magma"), np.outer(np.linspace(-2, 3, 48), np.ones(64)).astype(np.float32))):
+        view.update(img, lossy=True)
+        meta = view._frame_meta
+        assert meta["dtype"] == "jpeg" and meta["toned"]
+        assert meta["channels"] == (img.shape[2] if img.ndim == 3 else 1)  # what the exact frame has
+        back = np.asarray(Image.open(io.BytesIO(view._frame)).convert("RGB")).astype(int)
+        assert np.abs(back - view.to_rgba()[..., :3].astype(int)).max() <= 12
+        assert np.array_equal(view.image, img)  # exact values stay for hovering and the PNG
+    transparent = np.ones((4, 4, 4), np.float32)
+    transparent[0, 0, 3] = 0.5
+    iv.update(transparent, lossy=True)
     assert iv._frame_meta["dtype"] == "f4"
 
 

@@ -118,12 +118,13 @@ class HistogramData(TypedDict):
 
 
 class FrameMeta(TypedDict):
-    """Header of the frame in ``_frame`` (row-major H x W x C, dtype ``u1`` or ``f4``)."""
+    """Header of the frame in ``_frame`` (row-major H x W x C, dtype ``u1`` or ``f4``; ``jpeg``: a
+    live loop's preview, decoded to RGBA; with ``toned`` it is a float frame already tone-mapped)."""
 
     width: int
     height: int
     channels: int
-    dtype: Literal["u1", "f4"]
+    dtype: Literal["u1", "f4", "jpeg"]
     seq: int
     lo: float
     hi: float

@@ -125,7 +125,7 @@ function render({ model, el: host }) {
     return raw;
   }
   function retone() {
-    if (!meta || !pixels()) return;
+    if (!meta || meta.toned || !pixels()) return;  // a toned preview: the kernel applied the settings
     sizeOff(meta.width, meta.height);
     if (!imgData) imgData = offCtx.createImageData(meta.width, meta.height);
     const [lo, hi] = currentRange();
@@ -171,14 +171,15 @@ function render({ model, el: host }) {
         let bmp;
         try { bmp = await createImageBitmap(new Blob([dv], { type: "image/jpeg" })); }
         catch (e) { console.warn("ImageView: bad JPEG frame", e); return; }
-        meta = { ...m, dtype: "u1", channels: 4, preview: true }; raw = null;
+        // a float frame comes tone-mapped ("toned") by the kernel with this view's settings
+        meta = { ...m, dtype: "u1", channels: 4, preview: true, srcChannels: m.toned ? m.channels : 4 }; raw = null;
         // the view that asked for it fetches the exact pixels once the loop rests; so does a view that
         // starts on a preview (re-created by a pause's snapshot, perhaps before that exchange)
         lastLossy = sent === sent || first;
         sizeChanged = sizeOff(m.width, m.height);
         offCtx.drawImage(bmp, 0, 0);
         bmp.close();
-        if (identityTone()) draw(); else retone();
+        if (identityTone() || m.toned) draw(); else retone();
       } else {
         meta = m; raw = m.dtype === "u1" ? typedView(dv, Uint8Array) : typedView(dv, Float32Array); lastLossy = false;
         sizeChanged = off.width !== m.width || off.height !== m.height;
@@ -199,8 +200,9 @@ function render({ model, el: host }) {
     return chain;
   }
   function syncBar() {
-    cmap.style.display = meta && meta.channels === 1 ? "" : "none"; // colormaps apply to one channel
-    srgbLabel.style.display = meta && meta.channels > 1 ? "" : "none";
+    const ch = meta ? meta.srcChannels || meta.channels : 0;
+    cmap.style.display = ch === 1 ? "" : "none"; // colormaps apply to one channel
+    srgbLabel.style.display = ch > 1 ? "" : "none";
     exp.value = model.get("exposure");
     expVal.textContent = Number(model.get("exposure")).toFixed(1);
     cmap.value = model.get("colormap");

@@ -34,11 +34,14 @@ MAX_BATCH = 4           # frames one request may ask for
 MAX_INTERVAL_MS = 100  # the longest pause between the frames of a batch (the kernel waits meanwhile)
 
 
-def _frame_payload(img: np.ndarray, seq: int, lossy: bool = False) -> tuple[bytes, FrameMeta]:
+def _frame_payload(img: np.ndarray, seq: int, lossy: bool = False,
+                   tone: Callable[[np.ndarray, float, float], np.ndarray] | None = None) -> tuple[bytes, FrameMeta]:
     """Binary frame + header for an (H, W) / (H, W, 1..4) float or uint8 array.
 
-    ``lossy``: an opaque RGB(A) uint8 frame travels as JPEG (dtype ``"jpeg"``), for frames of a
-    running loop; the browser asks for the exact frame again once the loop rests."""
+    ``lossy``: a frame of a running loop may travel as JPEG (dtype ``"jpeg"``); the browser asks for
+    the exact frame again once the loop rests. An opaque RGB(A) uint8 frame is sent as it is; a float
+    frame is first tone-mapped here by ``tone(image, lo, hi)`` (the view's exposure, colormap and
+    range; ``toned`` in the header tells the browser not to apply them again): 35 KB instead of 1-4 MB."""
     a = np.asarray(img)
     if a.ndim == 2:
         a = a[:, :, None]
@@ -62,6 +65,11 @@ def _frame_payload(img: np.ndarray, seq: int, lossy: bool = False) -> tuple[byte
         jpeg = _jpeg(data)
         if jpeg is not None:  # decoded to RGBA u1 in the browser
             meta.update(dtype="jpeg", channels=4)  # type: ignore[typeddict-item]
+            return jpeg, meta
+    if lossy and dtype == "f4" and tone is not None:
+        jpeg = _jpeg(tone(data, lo, hi))
+        if jpeg is not None:
+            meta.update(dtype="jpeg", toned=True)  # type: ignore[typeddict-item]
             return jpeg, meta
     return data.tobytes(), meta
 
@@ -121,10 +129,11 @@ class ImageView(anywidget.AnyWidget):
     def update(self, image: np.ndarray, *, lossy: bool = False) -> None:
         """Show a new image (one binary state message carrying frame and header).
 
-        lossy: send an opaque uint8 RGB(A) image as JPEG (live loops: ~25x fewer bytes; the
-        browser's websocket receive, not the kernel, bounds the frame rate of 1 MB frames)."""
+        lossy: send it as JPEG where it is opaque (live loops: 25-100x fewer bytes; the browser's
+        websocket receive, not the kernel, bounds the frame rate of 1 MB frames); a float image
+        tone-mapped first, as the view would."""
         self._seq += 1
-        data, meta = _frame_payload(image, self._seq, lossy)
+        data, meta = _frame_payload(image, self._seq, lossy, self._tone)
         self._image = np.asarray(image)
         extra: dict[str, Any] = dict(self._answer)  # which requests this frame answers + timings
         self._answer = {}
@@ -138,10 +147,15 @@ class ImageView(anywidget.AnyWidget):
         if self._image is None:
             return np.zeros((1, 1, 4), np.uint8)
         meta = self._frame_meta
-        lo, hi = (self.range if len(self.range) == 2 else (meta.get("lo", 0.0), meta.get("hi", 1.0)))
-        if np.asarray(self._image).dtype == np.uint8:
+        return self._tone(np.asarray(self._image), meta.get("lo", 0.0), meta.get("hi", 1.0))
+
+    def _tone(self, img: np.ndarray, lo: float, hi: float) -> np.ndarray:
+        """`img` as the browser shows it with this view's settings; lo/hi: its automatic range."""
+        if len(self.range) == 2:
+            lo, hi = self.range
+        if img.dtype == np.uint8:
             lo, hi = 0.0, 1.0
-        return tonemap(self._image, self.exposure, self.colormap, lo, hi, self.srgb)
+        return tonemap(img, self.exposure, self.colormap, lo, hi, self.srgb)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         bundle = super()._repr_mimebundle_(**kwargs)
@@ -188,10 +202,10 @@ class LiveImage(ImageView):
     redraws its toolbar, status bar and tab icon for, and on a 2-core machine that, not the render,
     bounded the frame rate (38 -> 57 fps for a light kernel without it).
 
-    lossy: while the loop runs (or a control is dragged), opaque uint8 RGB(A) frames travel as JPEG
-    (~40 KB instead of 1 MB at 512x512); once it rests the browser fetches the exact pixels of the
-    last frame (no re-render), so hovering and the PNG fallback always see exact values. Float
-    frames always travel raw.
+    lossy: while the loop runs (or a control is dragged), opaque frames travel as JPEG (~35 KB instead
+    of 1 MB of uint8 or 4 MB of float32 at 512x512; float frames tone-mapped here with the view's
+    exposure, colormap and range first); once it rests the browser fetches the exact pixels of the
+    last frame (no re-render), so hovering and the PNG fallback always see exact values.
     """
 
     def __init__(self, render: Callable[[dict[str, Any]], np.ndarray],

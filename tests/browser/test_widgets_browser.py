@@ -39,6 +39,10 @@ CELLS = [
     "buf = np.random.default_rng(0).random((10_000_000, 4), dtype=np.float32)\n"
     "buf[3, 1] = np.nan; buf[9_000_000, 2] = np.inf\n"
     "bv = W.BufferView(buf); bv",
+    # LiveImage of one float channel through a colormap
+    "ramp = np.linspace(0, 6, 256, dtype=np.float32)\n"
+    "fl = W.LiveImage(lambda v: np.outer(np.sin(ramp + v['t'] / 300), np.ones(256, np.float32)),\n"
+    "                 {'t': W.Time()}, size=(256, 256), colormap='magma'); fl",
 ]
 
 
@@ -93,8 +97,9 @@ def test_widgets_in_jupyterlab(lab: str, lab_tools) -> None:
             play = live.locator(".sk-play")
             play.click()  # time moves, so the speed slider changes what is drawn
             page.wait_for_timeout(300)
+            before_pause = live.element_handle()
             play.click()  # pausing refreshes the saved PNG: the view is re-created
-            page.wait_for_timeout(500)
+            page.wait_for_function("(e) => !e.isConnected", arg=before_pause)
             wait_js("(e) => Number(e.dataset.frames) > 0", live)
             # ... and it ends on the exact pixels, not on the last JPEG preview
             wait_js("(e) => !e.querySelector('.sk-img-zoom').textContent.includes('jpeg')", live, timeout=10_000)
@@ -127,8 +132,9 @@ def test_widgets_in_jupyterlab(lab: str, lab_tools) -> None:
             dark = lcanvas.evaluate(mean_rgb)
             exposure.evaluate("(e) => { e.value = 0; e.dispatchEvent(new Event('input')); }")
             assert dark < 0.2 * bright, (bright, dark)
+            before_pause = live.element_handle()
             play.click()
-            page.wait_for_timeout(500)
+            page.wait_for_function("(e) => !e.isConnected", arg=before_pause)
             wait_js("(e) => Number(e.dataset.frames) > 0", live)
             numbers["liveimage_fps_512_rgba8"] = round(loop["frames"] / 5.0, 1)
             numbers["liveimage_request_to_drawn_ms_median"] = loop["rtt_median"]
@@ -182,6 +188,22 @@ def test_widgets_in_jupyterlab(lab: str, lab_tools) -> None:
             assert heat["colors"] > 10, heat
             bv.screenshot(path=str(ARTIFACTS / "widgets_bufferview_heatmap.png"))
             bv.locator(".sk-buf-tabs button", has_text="table").click()
+
+            # ---- a float LiveImage plays as JPEG previews tone-mapped by the kernel, ends on exact floats
+            fl = page.locator(".sk-img").nth(2)
+            fl.scroll_into_view_if_needed()
+            wait_js("(e) => Number(e.dataset.frames) > 0", fl)
+            fl.locator(".sk-play").click()
+            wait_js("(e) => e.querySelector('.sk-img-zoom').textContent.includes('jpeg')", fl)
+            kb = fl.evaluate("(e) => Math.max(...e.__skStats.slice(-3).map((r) => r.bytes)) / 1024")
+            assert kb < 64, kb  # raw, it is 256 KB of float32
+            assert fl.locator(".sk-img-cmap").is_visible()  # still a one-channel image to the controls
+            before_pause = fl.element_handle()
+            fl.locator(".sk-play").click()
+            page.wait_for_function("(e) => !e.isConnected", arg=before_pause)  # the snapshot re-created it
+            wait_js("(e) => / f4 /.test(e.querySelector('.sk-img-zoom').textContent)", fl, timeout=10_000)
+            fstats = fl.locator("canvas").evaluate(CANVAS_STATS)
+            assert fstats["colors"] > 10, fstats
             notebook_shot = ARTIFACTS / "widgets_browser.png"
             for b in page.locator(".jp-toast-button:has-text('No')").all():
                 b.click()
