@@ -209,7 +209,9 @@ def test_lossy_frames_are_jpeg_only_when_opaque() -> None:
     iv.update(see_through, lossy=True)
     assert iv._frame_meta["dtype"] == "u1" and iv._frame == see_through.tobytes()
     # floats are tone-mapped here first, as the view shows them (exposure, colormap, range), then JPEG
-    for view, img in ((W.ImageView(exposure=1.0), rgba.astype(np.float32) / 510),
+    hdr = rgba.astype(np.float32) / 510
+    hdr[..., 3] = 1.0
+    for view, img in ((W.ImageView(exposure=1.0), hdr),
                       (W.ImageView(colormap="magma"), np.outer(np.linspace(-2, 3, 48), np.ones(64)).astype(np.float32))):
         view.update(img, lossy=True)
         meta = view._frame_meta
@@ -235,6 +237,13 @@ def test_tonemap_exposure_and_colormaps() -> None:
     one = tonemap(np.array([[0.0, 1.0]], np.float32), colormap="viridis")
     assert tuple(one[0, 0, :3]) == tuple(lut[0]) and tuple(one[0, 1, :3]) == tuple(lut[255])
     assert len(colormap_lut("magma")) == 768
+    # alpha as the browser reads it: exposure scales colour only; NaN anywhere marks the pixel
+    rgba = np.array([[[0.25, 0.5, 2.0, 0.5], [0.1, np.nan, 0.1, 1.0], [0.1, 0.1, 0.1, np.nan]]], np.float32)
+    out = tonemap(rgba, exposure=1.0)
+    assert tuple(out[0, 0]) == (128, 255, 255, 128)
+    assert tuple(out[0, 1]) == tuple(out[0, 2]) == (255, 0, 255, 255)
+    u8 = tonemap(np.array([[[10, 20, 30, 40]]], np.uint8), exposure=1.0)
+    assert tuple(u8[0, 0]) == (20, 40, 60, 40)
 
 
 # ---------------------------------------------------------------- controls / LiveImage
