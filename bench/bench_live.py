@@ -195,7 +195,9 @@ def main() -> None:
                     page = _lab_page(p.chromium.connect_over_cdp(endpoint))
                     root = _root(page, i)
                     rows = page.evaluate("(e) => e.__skStats.slice()", root.element_handle())
-                    root.locator(".sk-play").click()
+                    # a DOM click: with 1 MB raw frames, Playwright's own websocket-frame events can hold up
+                    # its synthetic mouse input for longer than any timeout
+                    root.evaluate("(e) => e.querySelector('.sk-play').click()")
                     page.wait_for_timeout(500)  # paused: the exact frame replaces the JPEG preview
                     shown = root.locator(".sk-img-zoom").inner_text().strip()
                 win = [r for r in rows if t0 + 500 <= r["drawn"] <= t1 - 500]
