@@ -55,7 +55,7 @@ class Cell:
     diagnostics: list = field(default_factory=list)
     error: str | None = None       # set when a dependency change broke this cell
     idents: frozenset[str] = frozenset()
-    own: frozenset[str] = frozenset()  # what it defines itself: never imported from earlier cells
+    own: frozenset[str] = frozenset()  # its kernels' names, for which no earlier cell is imported
 
     @property
     def ok(self) -> bool:

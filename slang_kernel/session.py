@@ -196,8 +196,8 @@ class Session:
 
     def _check(self, name: str, module: str, source: str, earlier: Sequence[Cell],
                own: frozenset[str] = frozenset()) -> Cell:
-        """Check one cell against the earlier cells it uses. `own`: names the cell defines itself (known
-        after a first check); earlier cells are not imported for those."""
+        """Check one cell against the earlier cells it uses. `own`: kernels the cell defines (known after
+        a first check) for whose names no earlier cell is imported."""
         idents = identifiers(source)
         imports = resolve_imports(idents - own, earlier)
         deps = self._closure(imports)
@@ -230,12 +230,17 @@ class Session:
         cell.blob = reply["blob"]
         cell.decls = tuple(reply["decls"])
         cell.entry_points = tuple(reply.get("entry_points", ()))
-        cell.own = frozenset(cell.defines())
-        if not own and resolve_imports(idents - cell.own, earlier) != imports:
-            # The cell redefines a name an earlier cell defines: the latest definition wins, so that
-            # cell is not imported for it (its `shade` would overload this cell's, and an entry point
-            # named `shade` could no longer be found).
-            return self._check(name, module, source, earlier, cell.own)
+        cell.own = own
+        kernels = frozenset(cell.entry_points)
+        if not own and resolve_imports(idents - kernels, earlier) != imports:
+            # A kernel named like an earlier cell's function: that cell is not imported for the name
+            # (its `shade(...)` would overload the kernel `shade`, and the entry point could no longer
+            # be found). Only kernels: a function named like an earlier one is an overload, which may
+            # call the earlier one (`f(float2)` built on `f(float)`), and Slang would still compile it
+            # without that cell, calling itself through an implicit float -> float2.
+            shadowing = self._check(name, module, source, earlier, kernels)
+            if shadowing.ok:
+                return shadowing
         return cell
 
     def _annotate(self, diags: list[Diagnostic], name: str, earlier: Sequence[Cell]) -> list[Diagnostic]:

@@ -119,6 +119,18 @@ def test_a_cell_that_redefines_a_name_does_not_import_the_old_one(cpu_session: s
         s.kernel("paint")(threads=4, o=o)
 
 
+def test_overloads_across_cells_still_work(cpu_session: sk.Session) -> None:
+    """A cell that defines an overload and calls the earlier one keeps importing it."""
+    s = cpu_session
+    s.run_cell("float lum3(float x) { return 2 * x; }", name="lum_a")
+    r = s.run_cell("float lum3(float2 v) { return lum3(v.x) + lum3(v.y); }\n"
+                   "float lum3_user(float a, float b) { return lum3(float2(a, b)); }", name="lum_b")
+    assert r.diagnostics == [] and s.cell("lum_b").imports == ("lum_a",)
+    assert s.function("lum3_user")(np.float32(1), np.float32(2)) == pytest.approx(6.0)
+    s.run_cell("float lum3(float x) { return 3 * x; }", name="lum_a")  # lum_b is rechecked against it
+    assert s.function("lum3_user")(np.float32(1), np.float32(2)) == pytest.approx(9.0)
+
+
 def test_dependent_that_breaks_is_reported(cpu_session: sk.Session) -> None:
     s = cpu_session
     s.run_cell("float base_fn(float x) { return x; }", name="base")
