@@ -158,6 +158,39 @@ def drag_slider(page, slider, start: float, stop: float, steps: int = 10) -> Non
     page.mouse.up()
 
 
+@contextmanager
+def chromium_page(failure_shot: str, width: int = 1400, height: int = 1000) -> Iterator["object"]:
+    """A page in headless Debian Chromium; on an exception, a full-page screenshot goes to
+    artifacts/`failure_shot` before the browser closes."""
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": width, "height": height})
+            try:
+                yield page
+            except Exception:
+                page.screenshot(path=str(ARTIFACTS / failure_shot), full_page=True)
+                raise
+        finally:
+            browser.close()
+
+
+def wait_js(page, predicate: str, loc, timeout: int = 60_000) -> None:
+    """Wait until `predicate(element)` holds in the page for the element `loc` points at now."""
+    page.wait_for_function(predicate, arg=loc.element_handle(), timeout=timeout)
+
+
+def pause(page, view) -> None:
+    """Click a live view's pause and wait for the view that replaces it: pausing refreshes the saved
+    PNG by re-displaying the widget, and the old view (detached, never disposed of) stops."""
+    before = view.element_handle()
+    view.locator(".sk-play").click()
+    page.wait_for_function("(e) => !e.isConnected", arg=before)
+
+
 class _Tools:
     """What browser tests need from here (tests/browser is not a package, so no relative imports)."""
 
@@ -167,8 +200,11 @@ class _Tools:
     LIVE_CPU_CELL = LIVE_CPU_CELL
     CHROMIUM = CHROMIUM
     CHROMIUM_ARGS = CHROMIUM_ARGS
+    chromium_page = staticmethod(chromium_page)
     drag_slider = staticmethod(drag_slider)
+    wait_js = staticmethod(wait_js)
     jupyterlab = staticmethod(jupyterlab)
+    pause = staticmethod(pause)
     run_all_cells = staticmethod(run_all_cells)
 
 

@@ -47,97 +47,86 @@ def lab(tmp_path_factory: pytest.TempPathFactory, lab_tools):
 
 
 def test_ir_graph_and_gradient_flow(lab: str, lab_tools) -> None:
-    from playwright.sync_api import sync_playwright
-
-    ARTIFACTS, CHROMIUM, CHROMIUM_ARGS = lab_tools.ARTIFACTS, lab_tools.CHROMIUM, lab_tools.CHROMIUM_ARGS
+    ARTIFACTS = lab_tools.ARTIFACTS
     run_all_cells = lab_tools.run_all_cells
 
-    ARTIFACTS.mkdir(exist_ok=True)
     numbers: dict[str, object] = {}
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1500, "height": 1100})
-        try:
-            page.goto(lab)
-            run_all_cells(page, len(CELLS), timeout=90_000)
-            irg = page.locator(".sk-irg").first
-            irg.wait_for(timeout=60_000)
-            h = irg.element_handle()
-            page.wait_for_function("(e) => Number(e.dataset.nodes) > 0", arg=h, timeout=30_000)
+    with lab_tools.chromium_page("ir_browser_failure.png", 1500, 1100) as page:
+        page.goto(lab)
+        run_all_cells(page, len(CELLS), timeout=90_000)
+        irg = page.locator(".sk-irg").first
+        irg.wait_for(timeout=60_000)
+        h = irg.element_handle()
+        page.wait_for_function("(e) => Number(e.dataset.nodes) > 0", arg=h, timeout=30_000)
 
-            def measure(tag: str) -> dict:
-                d = irg.evaluate("(e) => ({layout: +e.dataset.layoutMs, total: +e.dataset.renderMs,"
-                                 " nodes: +e.dataset.nodes, insts: +e.dataset.insts})")
-                numbers[tag] = d
-                return d
+        def measure(tag: str) -> dict:
+            d = irg.evaluate("(e) => ({layout: +e.dataset.layoutMs, total: +e.dataset.renderMs,"
+                             " nodes: +e.dataset.nodes, insts: +e.dataset.insts})")
+            numbers[tag] = d
+            return d
 
-            # blocks level of the 200+ instruction function
-            d = measure("big_blocks")
-            assert d["insts"] >= 200, d
-            # data-flow level (one node per instruction, clustered by block)
-            irg.locator("button.sk-irg-mode[data-mode=dataflow]").click()
-            page.wait_for_function("(e) => e.dataset.mode === 'dataflow'", arg=h)
-            d = measure("big_dataflow")
-            assert d["nodes"] >= 200, d
-            irg.screenshot(path=str(ARTIFACTS / "ir_graph_dataflow.png"))
-            # the primal beside its generated derivatives (s_fwd_big, s_apply_big, s_bwdProp_big ...)
-            irg.locator("button.sk-irg-mode[data-mode=blocks]").click()
-            irg.locator("select.sk-irg-cols").select_option("derivatives")
-            page.wait_for_function("(e) => e.dataset.mode === 'blocks' && Number(e.dataset.columns) >= 3", arg=h)
-            d = measure("big_with_derivatives_blocks")
-            titles = irg.locator(".sk-irg-coltitle").evaluate_all("(els) => els.map((e) => e.textContent)")
-            assert any("s_bwdProp_big" in t for t in titles) and any("s_fwd_big" in t for t in titles), titles
-            # module level of the post-autodiff IR: the primal's derivatives and what they call
-            irg.locator("button.sk-irg-mode[data-mode=module]").click()
-            irg.locator("select.sk-irg-view").select_option(label="AFTER finalizeAutoDiffPass")
-            page.wait_for_function("(e) => e.dataset.mode === 'module'", arg=h)
-            page.wait_for_function("(e) => e.querySelectorAll('.sk-irg-fnnode').length >= 4", arg=h)
-            irg.locator("select.sk-irg-view").select_option(label="module (-g)")
-            irg.locator("button.sk-irg-mode[data-mode=blocks]").click()
-            irg.locator("select.sk-irg-cols").select_option("single")
-            page.wait_for_function("(e) => e.dataset.mode === 'blocks' && e.dataset.columns === '1'", arg=h)
-            # search
-            irg.locator(".sk-irg-search").fill("sin")
-            page.wait_for_function("(e) => Number(e.dataset.hits) >= 60", arg=h)
-            irg.locator(".sk-irg-search").press("Enter")
-            assert irg.locator(".sk-irg-current").count() == 1
-            irg.locator(".sk-irg-search").fill("")
-            # click an instruction: selected, and its source line shown
-            irg.locator(".sk-irg-fit").click()
-            row = irg.locator(".sk-irg-row").nth(12)
-            row.click(force=True)
-            page.wait_for_function("(e) => e.dataset.selected && e.dataset.selectedLine", arg=h)
-            line = int(irg.get_attribute("data-selected-line"))
-            hit = irg.locator(".sk-irg-srchit")
-            assert hit.count() == 1
-            assert hit.inner_text().split(None, 1)[1].strip() == BIG.split("\n")[line - 1].strip()
-            assert irg.locator(".sk-irg-sel").count() >= 1
-            assert "line" in irg.locator(".sk-irg-loc").inner_text()
-            # collapse a block
-            n_rows = irg.locator(".sk-irg-row").count()
-            irg.locator(".sk-irg-collapse").click()
-            assert irg.locator(".sk-irg-row").count() == 0 and n_rows > 0
-            irg.locator(".sk-irg-expand").click()
-            irg.screenshot(path=str(ARTIFACTS / "ir_graph.png"))
+        # blocks level of the 200+ instruction function
+        d = measure("big_blocks")
+        assert d["insts"] >= 200, d
+        # data-flow level (one node per instruction, clustered by block)
+        irg.locator("button.sk-irg-mode[data-mode=dataflow]").click()
+        page.wait_for_function("(e) => e.dataset.mode === 'dataflow'", arg=h)
+        d = measure("big_dataflow")
+        assert d["nodes"] >= 200, d
+        irg.screenshot(path=str(ARTIFACTS / "ir_graph_dataflow.png"))
+        # the primal beside its generated derivatives (s_fwd_big, s_apply_big, s_bwdProp_big ...)
+        irg.locator("button.sk-irg-mode[data-mode=blocks]").click()
+        irg.locator("select.sk-irg-cols").select_option("derivatives")
+        page.wait_for_function("(e) => e.dataset.mode === 'blocks' && Number(e.dataset.columns) >= 3", arg=h)
+        d = measure("big_with_derivatives_blocks")
+        titles = irg.locator(".sk-irg-coltitle").evaluate_all("(els) => els.map((e) => e.textContent)")
+        assert any("s_bwdProp_big" in t for t in titles) and any("s_fwd_big" in t for t in titles), titles
+        # module level of the post-autodiff IR: the primal's derivatives and what they call
+        irg.locator("button.sk-irg-mode[data-mode=module]").click()
+        irg.locator("select.sk-irg-view").select_option(label="AFTER finalizeAutoDiffPass")
+        page.wait_for_function("(e) => e.dataset.mode === 'module'", arg=h)
+        page.wait_for_function("(e) => e.querySelectorAll('.sk-irg-fnnode').length >= 4", arg=h)
+        irg.locator("select.sk-irg-view").select_option(label="module (-g)")
+        irg.locator("button.sk-irg-mode[data-mode=blocks]").click()
+        irg.locator("select.sk-irg-cols").select_option("single")
+        page.wait_for_function("(e) => e.dataset.mode === 'blocks' && e.dataset.columns === '1'", arg=h)
+        # search
+        irg.locator(".sk-irg-search").fill("sin")
+        page.wait_for_function("(e) => Number(e.dataset.hits) >= 60", arg=h)
+        irg.locator(".sk-irg-search").press("Enter")
+        assert irg.locator(".sk-irg-current").count() == 1
+        irg.locator(".sk-irg-search").fill("")
+        # click an instruction: selected, and its source line shown
+        irg.locator(".sk-irg-fit").click()
+        row = irg.locator(".sk-irg-row").nth(12)
+        row.click(force=True)
+        page.wait_for_function("(e) => e.dataset.selected && e.dataset.selectedLine", arg=h)
+        line = int(irg.get_attribute("data-selected-line"))
+        hit = irg.locator(".sk-irg-srchit")
+        assert hit.count() == 1
+        assert hit.inner_text().split(None, 1)[1].strip() == BIG.split("\n")[line - 1].strip()
+        assert irg.locator(".sk-irg-sel").count() >= 1
+        assert "line" in irg.locator(".sk-irg-loc").inner_text()
+        # collapse a block
+        n_rows = irg.locator(".sk-irg-row").count()
+        irg.locator(".sk-irg-collapse").click()
+        assert irg.locator(".sk-irg-row").count() == 0 and n_rows > 0
+        irg.locator(".sk-irg-expand").click()
+        irg.screenshot(path=str(ARTIFACTS / "ir_graph.png"))
 
-            # ---- GradientFlow: exactly b flagged (the custom derivative's wrong factor)
-            gf = page.locator(".sk-gf").first
-            gf.scroll_into_view_if_needed()
-            gf.wait_for(timeout=30_000)
-            assert gf.get_attribute("data-flagged") == "b"
-            assert gf.locator("tr.sk-gf-bad").count() == 1
-            assert gf.locator("tr.sk-gf-bad").get_attribute("data-input") == "b"
-            assert "sk-gf-n-bad" in gf.locator("g[data-input=b]").get_attribute("class")
-            assert "sk-gf-n-ok" in gf.locator("g[data-input=a]").get_attribute("class")
-            assert "sk-gf-n-nodiff" in gf.locator("g[data-input=w]").get_attribute("class")
-            assert gf.locator("g.sk-gf-n-custom").count() >= 1
-            assert gf.get_attribute("data-train-steps") == "12"
-            assert gf.locator("canvas.sk-gf-heat").count() == 1
-            gf.screenshot(path=str(ARTIFACTS / "gradient_flow.png"))
-        except Exception:
-            page.screenshot(path=str(ARTIFACTS / "ir_browser_failure.png"), full_page=True)
-            raise
-        finally:
-            browser.close()
+        # ---- GradientFlow: exactly b flagged (the custom derivative's wrong factor)
+        gf = page.locator(".sk-gf").first
+        gf.scroll_into_view_if_needed()
+        gf.wait_for(timeout=30_000)
+        assert gf.get_attribute("data-flagged") == "b"
+        assert gf.locator("tr.sk-gf-bad").count() == 1
+        assert gf.locator("tr.sk-gf-bad").get_attribute("data-input") == "b"
+        assert "sk-gf-n-bad" in gf.locator("g[data-input=b]").get_attribute("class")
+        assert "sk-gf-n-ok" in gf.locator("g[data-input=a]").get_attribute("class")
+        assert "sk-gf-n-nodiff" in gf.locator("g[data-input=w]").get_attribute("class")
+        assert gf.locator("g.sk-gf-n-custom").count() >= 1
+        assert gf.get_attribute("data-train-steps") == "12"
+        assert gf.locator("canvas.sk-gf-heat").count() == 1
+        gf.screenshot(path=str(ARTIFACTS / "gradient_flow.png"))
     print("IR NUMBERS", json.dumps(numbers))
     (ARTIFACTS / "ir_numbers.json").write_text(json.dumps(numbers, indent=1))

@@ -34,25 +34,17 @@ def lab(tmp_path_factory: pytest.TempPathFactory, lab_tools):
 
 
 def test_slang_cells_are_highlighted_as_slang(lab: str, lab_tools) -> None:
-    from playwright.sync_api import sync_playwright
-
-    lab_tools.ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=lab_tools.CHROMIUM, args=lab_tools.CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1200, "height": 800})
-        try:
-            page.goto(lab)
-            lab_tools.run_all_cells(page, 1, timeout=90_000)
-            cell = page.locator(".jp-Notebook .jp-Cell").first
-            assert "twice" in cell.locator(".jp-OutputArea").inner_text()  # the kernel's summary
-            h = cell.element_handle()
-            page.wait_for_function(f"(c) => ({COLOR_OF})([c, 'float3']) !== null", arg=h, timeout=30_000)
-            color = {w: page.evaluate(COLOR_OF, [h, w]) for w in ("float3", "RWStructuredBuffer", "uniform", "void")}
-            attribute = page.evaluate(COLOR_OF, [h, 'shader("compute")'])
-            plain = cell.locator(".cm-line").first.evaluate("(e) => getComputedStyle(e).color")
-            page.screenshot(path=str(lab_tools.ARTIFACTS / "slang_kernel_highlighting.png"))
-        finally:
-            browser.close()
+    with lab_tools.chromium_page("slang_kernel_highlighting_failure.png", 1200, 800) as page:
+        page.goto(lab)
+        lab_tools.run_all_cells(page, 1, timeout=90_000)
+        cell = page.locator(".jp-Notebook .jp-Cell").first
+        assert "twice" in cell.locator(".jp-OutputArea").inner_text()  # the kernel's summary
+        h = cell.element_handle()
+        page.wait_for_function(f"(c) => ({COLOR_OF})([c, 'float3']) !== null", arg=h, timeout=30_000)
+        color = {w: page.evaluate(COLOR_OF, [h, w]) for w in ("float3", "RWStructuredBuffer", "uniform", "void")}
+        attribute = page.evaluate(COLOR_OF, [h, 'shader("compute")'])
+        plain = cell.locator(".cm-line").first.evaluate("(e) => getComputedStyle(e).color")
+        page.screenshot(path=str(lab_tools.ARTIFACTS / "slang_kernel_highlighting.png"))
     # C++ highlighting (what JupyterLab falls back to) leaves float3 and RWStructuredBuffer plain and
     # splits the attribute into punctuation and a string
     assert color["float3"] == color["RWStructuredBuffer"] == color["void"] != plain, (color, plain)

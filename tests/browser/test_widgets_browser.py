@@ -58,162 +58,134 @@ def lab(tmp_path_factory: pytest.TempPathFactory, lab_tools):
 
 
 def test_widgets_in_jupyterlab(lab: str, lab_tools) -> None:
-    ARTIFACTS, CHROMIUM, CHROMIUM_ARGS = lab_tools.ARTIFACTS, lab_tools.CHROMIUM, lab_tools.CHROMIUM_ARGS
+    ARTIFACTS, wait_js = lab_tools.ARTIFACTS, lab_tools.wait_js
     CANVAS_STATS, FPS_JS = lab_tools.CANVAS_STATS, lab_tools.FPS_JS
-    from playwright.sync_api import sync_playwright
-
-    ARTIFACTS.mkdir(exist_ok=True)
     numbers: dict[str, object] = {}
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    with lab_tools.chromium_page("widgets_browser_failure.png") as page:
+        page.goto(lab)
+        lab_tools.run_all_cells(page, len(CELLS), timeout=60_000)
 
-        def wait_js(predicate: str, loc, timeout: int = 30_000) -> None:
-            page.wait_for_function(predicate, arg=loc.element_handle(), timeout=timeout)
-        try:
-            page.goto(lab)
-            page.wait_for_selector(".jp-Notebook", timeout=60_000)
-            page.get_by_text("| Idle").first.wait_for(timeout=60_000)  # kernel started
-            cells = page.locator(".jp-Notebook .jp-Cell")
-            for i in range(len(CELLS)):
-                cells.nth(i).locator(".jp-InputArea-editor").click()
-                page.keyboard.press("Shift+Enter")
-                page.wait_for_function(  # executed: the prompt shows a number, not "[ ]" / "[*]"
-                    "(c) => /\\[\\d+\\]/.test(c.querySelector('.jp-InputPrompt').textContent)",
-                    arg=cells.nth(i).element_handle(), timeout=60_000)
+        # ---- ImageView renders non-blank pixels
+        iv = page.locator(".sk-img").first
+        iv.wait_for(timeout=60_000)
+        wait_js(page, "(e) => Number(e.dataset.frames) > 0", iv)
+        stats = iv.locator("canvas").evaluate(CANVAS_STATS)
+        assert stats["nonbg"] > 1000 and stats["colors"] > 10, stats
 
-            # ---- ImageView renders non-blank pixels
-            iv = page.locator(".sk-img").first
-            iv.wait_for(timeout=60_000)
-            wait_js("(e) => Number(e.dataset.frames) > 0", iv)
-            stats = iv.locator("canvas").evaluate(CANVAS_STATS)
-            assert stats["nonbg"] > 1000 and stats["colors"] > 10, stats
+        # ---- LiveImage: dragging the slider re-renders the frame
+        live = page.locator(".sk-img:has(.sk-ctl-slider)")
+        live.wait_for(timeout=60_000)
+        lcanvas = live.locator("canvas")
+        wait_js(page, "(e) => Number(e.dataset.frames) > 0", live)
+        play = live.locator(".sk-play")
+        play.click()  # time moves, so the speed slider changes what is drawn
+        page.wait_for_timeout(300)
+        lab_tools.pause(page, live)  # pausing refreshes the saved PNG: the view is re-created
+        wait_js(page, "(e) => Number(e.dataset.frames) > 0", live)
+        # ... and it ends on the exact pixels, not on the last JPEG preview
+        wait_js(page, "(e) => !e.querySelector('.sk-img-zoom').textContent.includes('jpeg')", live, timeout=10_000)
+        before = lcanvas.evaluate(CANVAS_STATS)
+        frames0 = int(live.get_attribute("data-frames"))
+        slider = live.locator(".sk-ctl-slider input")
+        lab_tools.drag_slider(page, slider, 0.1, 0.9, steps=10)
+        wait_js(page, f"(e) => Number(e.dataset.frames) > {frames0}", live)
+        page.wait_for_timeout(300)
+        after = lcanvas.evaluate(CANVAS_STATS)
+        assert after["hash"] != before["hash"] and after["nonbg"] > 1000, (before, after)
+        # frame loop: frames drawn in 5 s, counted in the page
+        play.click()
+        loop = live.evaluate(FPS_JS)
+        # while playing, frames are JPEG previews drawn as they are decoded; hovering and a tone
+        # change read their pixels back
+        assert "(jpeg)" in live.locator(".sk-img-zoom").inner_text()
+        raw_frames = live.evaluate("(e) => e.__skStats.slice(-40).filter((r) => r.bytes > 200000).length")
+        assert raw_frames == 0  # no exact frames asked for meanwhile (by views a snapshot left behind)
+        lcanvas.hover(position={"x": 100, "y": 120})
+        assert live.locator(".sk-img-hover").inner_text().startswith("(100, 120) = ("), \
+            live.locator(".sk-img-hover").inner_text()
+        mean_rgb = "(c) => { const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; " \
+                   "let s = 0; for (let i = 0; i < d.length; i += 4) s += d[i] + d[i+1] + d[i+2]; " \
+                   "return s / (3 * d.length / 4); }"
+        bright = lcanvas.evaluate(mean_rgb)
+        exposure = live.locator(".sk-img-exp input")
+        exposure.evaluate("(e) => { e.value = -10; e.dispatchEvent(new Event('input')); }")
+        page.wait_for_timeout(300)
+        dark = lcanvas.evaluate(mean_rgb)
+        exposure.evaluate("(e) => { e.value = 0; e.dispatchEvent(new Event('input')); }")
+        assert dark < 0.2 * bright, (bright, dark)
+        lab_tools.pause(page, live)
+        wait_js(page, "(e) => Number(e.dataset.frames) > 0", live)
+        numbers["liveimage_fps_512_rgba8"] = round(loop["frames"] / 5.0, 1)
+        numbers["liveimage_request_to_drawn_ms_median"] = loop["rtt_median"]
+        numbers["liveimage_stage_ms_median"] = loop["stages"]
+        assert loop["frames"] >= 10, loop
+        lcanvas.hover(position={"x": 100, "y": 120})
+        assert live.locator(".sk-img-hover").inner_text().startswith("(")
 
-            # ---- LiveImage: dragging the slider re-renders the frame
-            live = page.locator(".sk-img:has(.sk-ctl-slider)")
-            live.wait_for(timeout=60_000)
-            lcanvas = live.locator("canvas")
-            wait_js("(e) => Number(e.dataset.frames) > 0", live)
-            play = live.locator(".sk-play")
-            play.click()  # time moves, so the speed slider changes what is drawn
-            page.wait_for_timeout(300)
-            before_pause = live.element_handle()
-            play.click()  # pausing refreshes the saved PNG: the view is re-created
-            page.wait_for_function("(e) => !e.isConnected", arg=before_pause)
-            wait_js("(e) => Number(e.dataset.frames) > 0", live)
-            # ... and it ends on the exact pixels, not on the last JPEG preview
-            wait_js("(e) => !e.querySelector('.sk-img-zoom').textContent.includes('jpeg')", live, timeout=10_000)
-            before = lcanvas.evaluate(CANVAS_STATS)
-            frames0 = int(live.get_attribute("data-frames"))
-            slider = live.locator(".sk-ctl-slider input")
-            lab_tools.drag_slider(page, slider, 0.1, 0.9, steps=10)
-            wait_js(f"(e) => Number(e.dataset.frames) > {frames0}", live)
-            page.wait_for_timeout(300)
-            after = lcanvas.evaluate(CANVAS_STATS)
-            assert after["hash"] != before["hash"] and after["nonbg"] > 1000, (before, after)
-            # frame loop: frames drawn in 5 s, counted in the page
-            play.click()
-            loop = live.evaluate(FPS_JS)
-            # while playing, frames are JPEG previews drawn as they are decoded; hovering and a tone
-            # change read their pixels back
-            assert "(jpeg)" in live.locator(".sk-img-zoom").inner_text()
-            raw_frames = live.evaluate("(e) => e.__skStats.slice(-40).filter((r) => r.bytes > 200000).length")
-            assert raw_frames == 0  # no exact frames asked for meanwhile (by views a snapshot left behind)
-            lcanvas.hover(position={"x": 100, "y": 120})
-            assert live.locator(".sk-img-hover").inner_text().startswith("(100, 120) = ("), \
-                live.locator(".sk-img-hover").inner_text()
-            mean_rgb = "(c) => { const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; " \
-                       "let s = 0; for (let i = 0; i < d.length; i += 4) s += d[i] + d[i+1] + d[i+2]; " \
-                       "return s / (3 * d.length / 4); }"
-            bright = lcanvas.evaluate(mean_rgb)
-            exposure = live.locator(".sk-img-exp input")
-            exposure.evaluate("(e) => { e.value = -10; e.dispatchEvent(new Event('input')); }")
-            page.wait_for_timeout(300)
-            dark = lcanvas.evaluate(mean_rgb)
-            exposure.evaluate("(e) => { e.value = 0; e.dispatchEvent(new Event('input')); }")
-            assert dark < 0.2 * bright, (bright, dark)
-            before_pause = live.element_handle()
-            play.click()
-            page.wait_for_function("(e) => !e.isConnected", arg=before_pause)
-            wait_js("(e) => Number(e.dataset.frames) > 0", live)
-            numbers["liveimage_fps_512_rgba8"] = round(loop["frames"] / 5.0, 1)
-            numbers["liveimage_request_to_drawn_ms_median"] = loop["rtt_median"]
-            numbers["liveimage_stage_ms_median"] = loop["stages"]
-            assert loop["frames"] >= 10, loop
-            lcanvas.hover(position={"x": 100, "y": 120})
-            assert live.locator(".sk-img-hover").inner_text().startswith("(")
+        # ---- BufferView: paging and scrolling at 10M float4
+        bv = page.locator(".sk-buf")
+        bv.wait_for(timeout=60_000)
+        bv.scroll_into_view_if_needed()
+        wait_js(page, "(e) => e.dataset.firstLabel === '0'", bv)
+        bv.locator(".sk-next").click()
+        wait_js(page, "(e) => e.dataset.firstLabel === '20'", bv)
+        assert bv.locator("tbody tr").first.locator("th").inner_text() == "20"
+        assert bv.locator("td.sk-nan").count() == 0  # the NaN (row 3) is on the first page
+        bv.locator(".sk-first").click()
+        wait_js(page, "(e) => e.dataset.firstLabel === '0'", bv)
+        assert bv.locator("td.sk-nan").count() == 1
+        bv.locator(".sk-buf-nextnan").click()  # the Inf at row 9,000,000
+        wait_js(page, "(e) => e.dataset.firstLabel === '8999990'", bv)
+        assert bv.locator("td.sk-inf").count() == 1
+        # scroll jumps (each needs a page from the kernel) ...
+        page.evaluate("() => { window.__skBufLatency = []; }")
+        scroller = bv.locator(".sk-buf-scroll")
+        labels = set()
+        for frac in (0.1, 0.37, 0.5, 0.81, 0.99, 0.25, 0.66, 0.05):
+            scroller.evaluate(f"(s) => {{ s.scrollTop = {frac} * (s.scrollHeight - s.clientHeight); }}")
+            near = f"Math.abs(Number(e.dataset.start) - {frac} * 9999980) < 5000"
+            wait_js(page, f"(e) => {near} && e.dataset.latency", bv)
+            labels.add(bv.get_attribute("data-first-label"))
+            bv.evaluate("(e) => { delete e.dataset.latency; }")
+        assert len(labels) == 8, labels
+        jumps = page.evaluate("() => window.__skBufLatency.splice(0)")
+        # ... and wheel steps (served from the prefetched rows, refilled in the background)
+        scroller.hover()
+        for _ in range(30):
+            page.mouse.wheel(0, 60)
+            page.wait_for_timeout(16)
+        page.wait_for_timeout(300)
+        wheel = page.evaluate("() => window.__skBufLatency.splice(0)")
+        numbers["buffer_10M_scroll_jump_ms_median"] = round(sorted(jumps)[len(jumps) // 2], 1)
+        numbers["buffer_10M_scroll_jump_ms_max"] = round(max(jumps), 1)
+        numbers["buffer_10M_wheel_step_ms_median"] = round(sorted(wheel)[len(wheel) // 2], 1)
+        numbers["buffer_10M_wheel_step_ms_max"] = round(max(wheel), 1)
+        # heat map and histogram of column x
+        bv.locator(".sk-buf-tabs button", has_text="heatmap").click()
+        wait_js(page, "(e) => e.dataset.plot === 'heatmap'", bv)
+        heat = bv.locator(".sk-buf-plot").evaluate(CANVAS_STATS)
+        assert heat["colors"] > 10, heat
+        bv.screenshot(path=str(ARTIFACTS / "widgets_bufferview_heatmap.png"))
+        bv.locator(".sk-buf-tabs button", has_text="table").click()
 
-            # ---- BufferView: paging and scrolling at 10M float4
-            bv = page.locator(".sk-buf")
-            bv.wait_for(timeout=60_000)
-            bv.scroll_into_view_if_needed()
-            wait_js("(e) => e.dataset.firstLabel === '0'", bv)
-            bv.locator(".sk-next").click()
-            wait_js("(e) => e.dataset.firstLabel === '20'", bv)
-            assert bv.locator("tbody tr").first.locator("th").inner_text() == "20"
-            assert bv.locator("td.sk-nan").count() == 0  # the NaN (row 3) is on the first page
-            bv.locator(".sk-first").click()
-            wait_js("(e) => e.dataset.firstLabel === '0'", bv)
-            assert bv.locator("td.sk-nan").count() == 1
-            bv.locator(".sk-buf-nextnan").click()  # the Inf at row 9,000,000
-            wait_js("(e) => e.dataset.firstLabel === '8999990'", bv)
-            assert bv.locator("td.sk-inf").count() == 1
-            # scroll jumps (each needs a page from the kernel) ...
-            page.evaluate("() => { window.__skBufLatency = []; }")
-            scroller = bv.locator(".sk-buf-scroll")
-            labels = set()
-            for frac in (0.1, 0.37, 0.5, 0.81, 0.99, 0.25, 0.66, 0.05):
-                scroller.evaluate(f"(s) => {{ s.scrollTop = {frac} * (s.scrollHeight - s.clientHeight); }}")
-                near = f"Math.abs(Number(e.dataset.start) - {frac} * 9999980) < 5000"
-                wait_js(f"(e) => {near} && e.dataset.latency", bv)
-                labels.add(bv.get_attribute("data-first-label"))
-                bv.evaluate("(e) => { delete e.dataset.latency; }")
-            assert len(labels) == 8, labels
-            jumps = page.evaluate("() => window.__skBufLatency.splice(0)")
-            # ... and wheel steps (served from the prefetched rows, refilled in the background)
-            scroller.hover()
-            for _ in range(30):
-                page.mouse.wheel(0, 60)
-                page.wait_for_timeout(16)
-            page.wait_for_timeout(300)
-            wheel = page.evaluate("() => window.__skBufLatency.splice(0)")
-            numbers["buffer_10M_scroll_jump_ms_median"] = round(sorted(jumps)[len(jumps) // 2], 1)
-            numbers["buffer_10M_scroll_jump_ms_max"] = round(max(jumps), 1)
-            numbers["buffer_10M_wheel_step_ms_median"] = round(sorted(wheel)[len(wheel) // 2], 1)
-            numbers["buffer_10M_wheel_step_ms_max"] = round(max(wheel), 1)
-            # heat map and histogram of column x
-            bv.locator(".sk-buf-tabs button", has_text="heatmap").click()
-            wait_js("(e) => e.dataset.plot === 'heatmap'", bv)
-            heat = bv.locator(".sk-buf-plot").evaluate(CANVAS_STATS)
-            assert heat["colors"] > 10, heat
-            bv.screenshot(path=str(ARTIFACTS / "widgets_bufferview_heatmap.png"))
-            bv.locator(".sk-buf-tabs button", has_text="table").click()
-
-            # ---- a float LiveImage plays as JPEG previews tone-mapped by the kernel, ends on exact floats
-            fl = page.locator(".sk-img").nth(2)
-            fl.scroll_into_view_if_needed()
-            wait_js("(e) => Number(e.dataset.frames) > 0", fl)
-            fl.locator(".sk-play").click()
-            wait_js("(e) => e.querySelector('.sk-img-zoom').textContent.includes('jpeg')", fl)
-            kb = fl.evaluate("(e) => Math.max(...e.__skStats.slice(-3).map((r) => r.bytes)) / 1024")
-            assert kb < 64, kb  # raw, it is 256 KB of float32
-            assert fl.locator(".sk-img-cmap").is_visible()  # still a one-channel image to the controls
-            before_pause = fl.element_handle()
-            fl.locator(".sk-play").click()
-            page.wait_for_function("(e) => !e.isConnected", arg=before_pause)  # the snapshot re-created it
-            wait_js("(e) => / f4 /.test(e.querySelector('.sk-img-zoom').textContent)", fl, timeout=10_000)
-            fstats = fl.locator("canvas").evaluate(CANVAS_STATS)
-            assert fstats["colors"] > 10, fstats
-            notebook_shot = ARTIFACTS / "widgets_browser.png"
-            for b in page.locator(".jp-toast-button:has-text('No')").all():
-                b.click()
-            page.screenshot(path=str(notebook_shot), full_page=True)
-            live.screenshot(path=str(ARTIFACTS / "widgets_liveimage.png"))
-            bv.screenshot(path=str(ARTIFACTS / "widgets_bufferview.png"))
-        except Exception:
-            page.screenshot(path=str(ARTIFACTS / "widgets_browser_failure.png"))
-            raise
-        finally:
-            browser.close()
+        # ---- a float LiveImage plays as JPEG previews tone-mapped by the kernel, ends on exact floats
+        fl = page.locator(".sk-img").nth(2)
+        fl.scroll_into_view_if_needed()
+        wait_js(page, "(e) => Number(e.dataset.frames) > 0", fl)
+        fl.locator(".sk-play").click()
+        wait_js(page, "(e) => e.querySelector('.sk-img-zoom').textContent.includes('jpeg')", fl)
+        kb = fl.evaluate("(e) => Math.max(...e.__skStats.slice(-3).map((r) => r.bytes)) / 1024")
+        assert kb < 64, kb  # raw, it is 256 KB of float32
+        assert fl.locator(".sk-img-cmap").is_visible()  # still a one-channel image to the controls
+        lab_tools.pause(page, fl)
+        wait_js(page, "(e) => / f4 /.test(e.querySelector('.sk-img-zoom').textContent)", fl, timeout=10_000)
+        fstats = fl.locator("canvas").evaluate(CANVAS_STATS)
+        assert fstats["colors"] > 10, fstats
+        notebook_shot = ARTIFACTS / "widgets_browser.png"
+        for b in page.locator(".jp-toast-button:has-text('No')").all():
+            b.click()
+        page.screenshot(path=str(notebook_shot), full_page=True)
+        live.screenshot(path=str(ARTIFACTS / "widgets_liveimage.png"))
+        bv.screenshot(path=str(ARTIFACTS / "widgets_bufferview.png"))
     print("WIDGET NUMBERS", json.dumps(numbers))
     (ARTIFACTS / "widgets_numbers.json").write_text(json.dumps(numbers, indent=1))
