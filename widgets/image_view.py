@@ -66,7 +66,8 @@ def _frame_payload(img: np.ndarray, seq: int, lossy: bool = False,
         if jpeg is not None:  # decoded to RGBA u1 in the browser
             meta.update(dtype="jpeg", channels=4)  # type: ignore[typeddict-item]
             return jpeg, meta
-    if lossy and dtype == "f4" and tone is not None:
+    opaque = a.shape[2] < 4 or bool((data[..., 3] >= 1.0).all())  # what tone() turns into alpha 255
+    if lossy and dtype == "f4" and tone is not None and opaque:
         jpeg = _jpeg(tone(data, lo, hi))
         if jpeg is not None:
             meta.update(dtype="jpeg", toned=True)  # type: ignore[typeddict-item]
