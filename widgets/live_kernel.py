@@ -3,9 +3,8 @@
 ``live(kernel, image="outputTexture", controls={"amp": Slider(0, 1, 0.5), "t": Time()})`` dispatches
 ``kernel`` with the control values as the uniforms of the same names, shows the texture (or (H, W, C)
 array) parameter ``image`` and re-dispatches on every control change or time step, streaming the new
-frame. Flow control: the browser asks for frames only while fewer than two are on their way
-(LiveImage), and on this side a request that arrives while a frame is being rendered is merged into
-one pending request, so the view never queues stale frames (the latest values always win).
+frame. Flow control: the browser asks for frames only while fewer than two are on their way, each
+request carrying the newest values (LiveImage), so the view never queues stale frames.
 
 ``playground_view(program)`` is the same for a Slang Playground cell
 (:class:`slang_kernel.playground.PlaygroundProgram`): its SLIDER / COLOR_PICK / TIME / FRAME_ID /
@@ -15,8 +14,7 @@ MOUSE_POSITION inputs become the controls, and a button opens the cell in the pu
 from __future__ import annotations
 
 import html
-import threading
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -49,35 +47,12 @@ def to_rgba8(a: np.ndarray) -> np.ndarray:
 
 
 class LiveKernelImage(LiveImage):
-    """A LiveImage that coalesces frame requests: at most one render runs, the latest values win."""
+    """The LiveImage of :func:`live` and :func:`playground_view`: each frame re-dispatches a kernel
+    (``kernel``: the ComputeKernel, for ``live``). Requests are answered one at a time, in order (the
+    kernel handles comm messages sequentially), and the browser asks only while fewer than two
+    frames are on their way, so nothing piles up here."""
 
-    def __init__(self, render: Callable[[dict[str, Any]], np.ndarray], controls: Mapping[str, Control] | None = None,
-                 **kwargs: Any) -> None:
-        self._busy = threading.Lock()
-        self._pending: dict[str, Any] | None = None
-        self._pending_reqs: list[Any] = []
-        self.coalesced = 0
-        super().__init__(render, controls, **kwargs)
-
-    def _on_msg(self, widget: Any, content: Any, buffers: Any) -> None:
-        # Requests normally arrive one at a time (the browser waits for each frame), but several
-        # views of one widget, or a slow render, could pile them up: merge into one pending request.
-        if isinstance(content, dict) and content.get("type") == "frame" and not self._busy.acquire(blocking=False):
-            merged = dict(self._pending or {})
-            merged.update(content.get("values") or {})
-            self._pending = merged
-            self._pending_reqs.append(content.get("req"))
-            self.coalesced += 1
-            return
-        try:
-            super()._on_msg(widget, content, buffers)
-            while self._pending is not None:
-                values, self._pending = self._pending, None
-                reqs, self._pending_reqs = self._pending_reqs, []  # one frame answers them all
-                super()._on_msg(widget, {"type": "frame", "values": values, "reqs": reqs}, buffers)
-        finally:
-            if self._busy.locked():
-                self._busy.release()
+    kernel: Any = None
 
 
 def _bind_value(t: Any, v: Any) -> Any:
