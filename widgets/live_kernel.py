@@ -18,32 +18,11 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from ..playground import to_rgba8
 from .controls import Control
 from .image_view import ImageView, LiveImage
 
 __all__ = ["LiveKernelImage", "PlaygroundView", "live", "playground_view", "to_rgba8"]
-
-
-def to_rgba8(a: np.ndarray) -> np.ndarray:
-    """A float image clamped to [0, 1] as (H, W, 4) uint8 (what an rgba8 texture stores); 1 MB per
-    512x512 frame on the wire instead of 4 MB of float32."""
-    a = np.asarray(a)
-    if a.dtype == np.uint8:
-        return a
-    if a.ndim == 2:
-        a = a[..., None]
-    c = a.shape[2]
-    if c == 4:
-        src = a
-    else:
-        src = np.ones((*a.shape[:2], 4), np.float32)
-        src[..., :3] = a[..., :3] if c >= 3 else a[..., :1]
-        if c == 2:
-            src[..., 1], src[..., 2] = a[..., 1], 0.0
-    out = np.clip(src, 0.0, 1.0)
-    out *= 255.0
-    out += 0.5
-    return out.astype(np.uint8)
 
 
 class LiveKernelImage(LiveImage):
