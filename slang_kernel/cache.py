@@ -11,9 +11,11 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import os
+import pickle
 import tempfile
 import warnings
 from pathlib import Path
+from typing import Any
 
 __all__ = ["DiskCache", "compiler_fingerprint", "default_cache_dir", "digest"]
 
@@ -105,6 +107,18 @@ class DiskCache:
             self._memory[(kind, key)] = data
             return
         self.write_atomic(self.path(kind, key), _MAGIC + hashlib.sha256(data).digest() + data)
+
+    def get_object(self, kind: str, key: str) -> Any:
+        """A pickled entry, or None (a miss; also for an entry an older version wrote and that no
+        longer unpickles)."""
+        hit = self.get(kind, key)
+        try:
+            return pickle.loads(hit) if hit is not None else None
+        except Exception:
+            return None
+
+    def put_object(self, kind: str, key: str, obj: Any) -> None:
+        self.put(kind, key, pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
 
     def write_atomic(self, target: Path, data: bytes) -> None:
         try:

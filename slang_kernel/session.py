@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import pickle
 import re
 import time
 from dataclasses import dataclass
@@ -205,11 +204,7 @@ class Session:
         key = self._check_key(name, module, full, deps)
         cell = Cell(name=name, module=module, source=source, imports=tuple(c.name for c in imports),
                     digest=key, idents=idents)
-        hit = self.cache.get("cells", key)
-        try:
-            reply = pickle.loads(hit) if hit is not None else None
-        except Exception:
-            reply = None
+        reply = self.cache.get_object("cells", key)
         if reply is None:
             try:
                 reply = self._compiler.call(
@@ -222,7 +217,7 @@ class Session:
                 cell.diagnostics = [Diagnostic("error", "crash", name, 0, 0, str(exc))]
                 return cell
             if reply["ok"]:
-                self.cache.put("cells", key, pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL))
+                self.cache.put_object("cells", key, reply)
         cell.diagnostics = self._annotate(parse_diagnostics(reply["diagnostics"], {name: 1}), name, earlier)
         if not reply["ok"]:
             cell.error = "\n".join(str(d) for d in cell.diagnostics if d.severity == "error") or "error"
@@ -386,11 +381,7 @@ class Session:
                      *sorted(f"{k}={v}" for k, v in self.defines.items()), *(d.digest for d in deps))
         if all(f"{key}/{e}" in self._compiled for e in names):
             return {e: self._compiled[f"{key}/{e}"] for e in names}
-        hit = self.cache.get("kernels", key)
-        try:
-            reply = pickle.loads(hit) if hit is not None else None
-        except Exception:
-            reply = None
+        reply = self.cache.get_object("kernels", key)
         if reply is None:
             reply = self._compiler.call(
                 "compile", what=what, module=module, path=what, source=source, entry_points=list(entries),
@@ -398,7 +389,7 @@ class Session:
                 blobs={d.digest: d.blob for d in deps}, options=(*_SEARCH, *opts), defines=self.defines,
             )
             if reply["ok"]:
-                self.cache.put("kernels", key, pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL))
+                self.cache.put_object("kernels", key, reply)
         diags = parse_diagnostics(reply["diagnostics"], {what: line_offset})
         if not reply["ok"]:
             sources = self._sources()
