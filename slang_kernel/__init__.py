@@ -10,16 +10,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from .backends import BackendUnavailable
-from .backends._packing import ParameterError
+from .autodiff import SlangFunction
+from .backends import BackendConfig
+from .compiled import CompiledKernel, CompileRequest
 from .compiler.diagnostics import Diagnostic, SlangCompileError, SlangCompilerCrash
-from .kernels import BoundsError, ComputeKernel, DeviceLost, KernelCrash, KernelInterrupted, KernelTimeout, OutOfRangeWarning
-from .session import CellResult, CompiledKernel, Session
+from .errors import (BackendUnavailable, BoundsError, DeviceLost, KernelCrash, KernelInterrupted, KernelTimeout,
+                     OutOfRangeWarning, ParameterError)
+from .kernels import ComputeKernel
+from .session import CellResult, Session
 
 __all__ = [
+    "BackendConfig",
     "BackendUnavailable",
     "BoundsError",
     "CellResult",
+    "CompileRequest",
     "CompiledKernel",
     "ComputeKernel",
     "DeviceLost",
@@ -36,14 +41,6 @@ __all__ = [
     "load_ipython_extension",
 ]
 __version__ = "0.1.0"
-
-
-def __getattr__(name: str) -> Any:
-    if name == "SlangFunction":
-        from .autodiff import SlangFunction
-
-        return SlangFunction
-    raise AttributeError(name)
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -9,19 +9,33 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Protocol, Sequence
 
 import numpy as np
 
-from .backends._packing import ParameterError, element_dtype
-from .cache import digest
-from .cells import identifiers, import_prefix, resolve_imports
+from .backends import Backend
+from .backends._packing import element_dtype
+from .cells import Cell
+from .compiled import CompiledKernel, CompileRequest
 from .compiler.reflection import FunctionInfo
+from .errors import ParameterError
 
-if TYPE_CHECKING:
-    from .session import CompiledKernel, Session
+__all__ = ["FunctionHost", "GradCheck", "SlangFunction"]
 
-__all__ = ["GradCheck", "SlangFunction"]
+
+class FunctionHost(Protocol):
+    """What a SlangFunction needs of its session (the Session's public API)."""
+
+    backend: Backend
+    revision: int
+
+    @property
+    def cells(self) -> tuple[str, ...]: ...
+    def cell(self, name: str) -> Cell: ...
+    def function_info(self, name: str) -> tuple[Cell, tuple[FunctionInfo, ...]]: ...
+    def request(self, op: str, *, source: str | None = None, upto: str | None = None, what: str | None = None,
+                entries: Sequence[str] = (), target: str | None = None) -> CompileRequest: ...
+    def compile(self, req: CompileRequest) -> dict[str, CompiledKernel]: ...
 
 ENTRY = "sk_entry"
 GROUP = 64
@@ -46,9 +60,10 @@ class GradCheck:
 class SlangFunction:
     """Call with numpy arrays (broadcast like numpy); `.fwd` and `.bwd` give derivatives."""
 
-    def __init__(self, session: "Session", name: str) -> None:
+    def __init__(self, session: FunctionHost, name: str) -> None:
         self.session = session
         self.name = name
+        self._last: dict[tuple[str, str, str, int], tuple[CompiledKernel, list[tuple[str, str, str]]]] = {}
 
     # -- introspection ------------------------------------------------------------------------------
 
@@ -156,17 +171,22 @@ class SlangFunction:
         ]
         return "\n".join(lines) + "\n", bufs
 
-    def _compile(self, fn: FunctionInfo, mode: str, target: str | None = None) -> tuple["CompiledKernel", list]:
-        body, bufs = self._wrapper(fn, mode)
+    def _compile(self, fn: FunctionInfo, mode: str, target: str | None = None) -> tuple[CompiledKernel, list[tuple[str, str, str]]]:
+        """The wrapper kernel for the function's current revision (re-run cells take effect)."""
         s = self.session
-        cells = [s.cell(n) for n in s.cells]
+        target = target or s.backend.target
+        fast = (fn.signature, mode, target, s.revision)
+        hit = self._last.get(fast)
+        if hit is not None:
+            return hit
+        body, bufs = self._wrapper(fn, mode)
         owner, _ = s.function_info(self.name)
-        upto = cells[: [c.name for c in cells].index(owner.name) + 1]
-        imports = resolve_imports(identifiers(body) | {self.name}, upto)
-        source = import_prefix([c.module for c in imports]) + body
-        module = "sk_fn_" + digest(source)[:12]
-        what = f"{self.name}.{mode} wrapper"
-        ck = s.compile_source(what, module, source, [ENTRY], target or s.backend.target, s._closure(imports))[ENTRY]
+        req = s.request("compile", source=body, upto=owner.name, what=f"{self.name}.{mode} wrapper",
+                        entries=[ENTRY], target=target)
+        ck = s.compile(req)[ENTRY]
+        if len(self._last) > 16:
+            self._last.clear()
+        self._last[fast] = (ck, bufs)
         return ck, bufs
 
     def code(self, target: str = "hlsl", mode: str = "call") -> str:

@@ -1,16 +1,21 @@
 """Cells: one Slang module each; which earlier cells a cell uses, and the import lines it needs.
 
 A cell never has to write `import`: the names it mentions are matched against what earlier cells
-define, and the latest earlier definition wins, as in Python. Blobs of serialized IR are what the
-compiler loads for later cells, so a cell is checked once per revision.
+define, and the latest earlier definition wins, as in Python. A cell that declares `extension`s is
+imported only by cells that name the extended type, a member it adds or an interface it conforms
+to (extensions apply without being named, but importing every one into every later cell lets any
+broken or odd one reach unrelated kernels). Blobs of serialized IR are what the compiler loads for
+later cells, so a cell is checked once per revision.
 """
 
 from __future__ import annotations
 
+import functools
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from .compiler.diagnostics import Diagnostic
 from .compiler.reflection import DeclInfo
 
 __all__ = ["Cell", "identifiers", "import_prefix", "module_name_for", "resolve_imports"]
@@ -18,7 +23,10 @@ __all__ = ["Cell", "identifiers", "import_prefix", "module_name_for", "resolve_i
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _STRINGS = re.compile(r'"(?:\\.|[^"\\])*"')
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_EXTENSION = re.compile(r"\bextension\b")
+_EXTENSION = re.compile(r"\bextension\s*(?:<[^>{]*>\s*)?(\w+)[^{;]*?(?::\s*([\w\s,<>]+))?\{")
+_MEMBER = re.compile(r"\b[A-Za-z_]\w*(?:<[^<>(){};]*>)?\s+([A-Za-z_]\w*)\s*\(")
+_BUILTIN = re.compile(r"^(bool|int|uint|float|half|double|int64_t|uint64_t|int16_t|uint16_t|int8_t|uint8_t)"
+                      r"(\d(x\d)?)?$")
 
 
 def identifiers(source: str) -> frozenset[str]:
@@ -40,33 +48,58 @@ def module_name_for(cell_name: str, taken: Iterable[str] = ()) -> str:
     return name
 
 
-@dataclass
+@dataclass(frozen=True)
 class Cell:
-    """One revision of one cell, checked by the compiler."""
+    """One revision of one cell, checked by the compiler (frozen: a new revision is a new Cell)."""
 
-    name: str                      # what the user sees in diagnostics, e.g. "cell[3]"
-    module: str                    # Slang module name, e.g. "cell_3"
+    name: str                      # what the user sees in diagnostics, e.g. "In[3]"
+    module: str                    # Slang module name, e.g. "In_3"
     source: str                    # exactly what the user wrote
     imports: tuple[str, ...]       # names of the cells it imports (directly)
-    digest: str = ""               # content hash of this revision (source + imports' digests)
+    digest: str = ""               # content hash of this revision: source, options, defines, imports' digests
     blob: bytes = b""              # serialized IR
     decls: tuple[DeclInfo, ...] = ()
     entry_points: tuple[str, ...] = ()
-    diagnostics: list = field(default_factory=list)
-    error: str | None = None       # set when a dependency change broke this cell
+    diagnostics: tuple[Diagnostic, ...] = ()
+    error: str | None = None       # set when it (or, after an edit, a dependency) does not compile
     idents: frozenset[str] = frozenset()
     own: frozenset[str] = frozenset()  # its kernels' names, for which no earlier cell is imported
+    defines: tuple[tuple[str, str], ...] = ()   # preprocessor defines of this revision, sorted
+    options: tuple[str, ...] = ()               # extra compiler options of this revision
+    own_defines: tuple[tuple[str, str], ...] = ()  # the defines given with this cell (run_cell(defines=))
 
     @property
     def ok(self) -> bool:
         return self.error is None and bool(self.blob)
 
-    def defines(self) -> set[str]:
-        return {d.name for d in self.decls} | set(self.entry_points)
+    @functools.cached_property
+    def names(self) -> frozenset[str]:
+        """Top-level names it defines (declarations and kernels)."""
+        return frozenset(d.name for d in self.decls) | frozenset(self.entry_points)
 
-    @property
-    def has_extensions(self) -> bool:
-        return bool(_EXTENSION.search(_COMMENTS.sub(" ", self.source)))
+    @functools.cached_property
+    def extension_triggers(self) -> frozenset[str] | None:
+        """Names whose use makes a cell need this one's extensions; None when it declares none."""
+        text = _STRINGS.sub('""', _COMMENTS.sub(" ", self.source))
+        found = list(_EXTENSION.finditer(text))
+        if not found:
+            return None
+        out: set[str] = set()
+        for m in found:
+            if not _BUILTIN.match(m.group(1)):
+                out.add(m.group(1))
+            out.update(_IDENT.findall(m.group(2) or ""))
+            out.update(_MEMBER.findall(_body(text, m.end())))
+        return frozenset(out)
+
+
+def _body(text: str, start: int) -> str:
+    """The text of a `{...}` block whose opening brace is just before `start`."""
+    depth, i = 1, start
+    while i < len(text) and depth:
+        depth += {"{": 1, "}": -1}.get(text[i], 0)
+        i += 1
+    return text[start:i - 1]
 
 
 def import_prefix(modules: Sequence[str]) -> str:
@@ -76,12 +109,13 @@ def import_prefix(modules: Sequence[str]) -> str:
 
 def resolve_imports(idents: frozenset[str], earlier: Sequence[Cell]) -> list[Cell]:
     """The earlier cells this source needs: for each name it mentions, the latest definition;
-    plus every cell declaring extensions (they apply without being named)."""
+    plus the cells whose extensions it uses (see the module docstring)."""
     chosen: dict[str, Cell] = {}
     for cell in reversed(earlier):
         if not cell.ok:
             continue
-        if cell.has_extensions or (idents & cell.defines() - _claimed(chosen)):
+        ext = cell.extension_triggers
+        if (idents & (cell.names - _claimed(chosen))) or (ext is not None and idents & ext):
             chosen.setdefault(cell.name, cell)
     order = {c.name: i for i, c in enumerate(earlier)}
     return sorted(chosen.values(), key=lambda c: order[c.name])
@@ -90,5 +124,5 @@ def resolve_imports(idents: frozenset[str], earlier: Sequence[Cell]) -> list[Cel
 def _claimed(chosen: dict[str, Cell]) -> set[str]:
     out: set[str] = set()
     for c in chosen.values():
-        out |= c.defines()
+        out |= c.names
     return out

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from .cache import digest
-from .cells import import_prefix
+from .cells import Cell
 from .compiler.diagnostics import SlangCompileError, parse_diagnostics
 from .ir import AUTODIFF_OPS, IRFunction, IRModule, _back_edges, classify_autodiff, parse_ir, split_dump, to_graph
 
@@ -70,11 +70,11 @@ def _is_function(session: "Session", name: str) -> bool:
         return False
 
 
-def _cell_of(session: "Session", name: str):
-    is_fn = _is_function(session, name)
-    cell = session.cell(name) if name in session.cells and not is_fn else session._owner(name)
-    imports = [session.cell(n) for n in cell.imports]
-    return cell, imports, session._closure(imports)
+def _cell_of(session: "Session", name: str) -> "Cell":
+    """The cell `name` names (a cell name, unless a function has that name) or that defines it."""
+    if name in session.cells and not _is_function(session, name):
+        return session.cell(name)
+    return session.owner(name)
 
 
 def _ad_wrapper(name: str, fn: "FunctionInfo", diff: Sequence[int]) -> str:
@@ -108,18 +108,16 @@ def ir_views(session: "Session", name: str, pass_: str | None = None, *, autodif
              target: str | None = None) -> IRViews:
     """IR of `name`'s cell (with ``-g``), post-autodiff IR when it is [Differentiable], and
     ``BEFORE pass_`` / ``AFTER pass_`` when a pass is named. `name` may also be a cell name."""
-    cell, imports, deps = _cell_of(session, name)
-    prefix = import_prefix([c.module for c in imports])
-    offset = prefix.count("\n")
-    out = IRViews(name, cell.name, cell.source, offset)
-    dep_args = dict(deps=[(d.module, d.name, d.digest) for d in deps], blobs={d.digest: d.blob for d in deps},
-                    defines=session.defines)
+    cell = _cell_of(session, name)
     module = "sk_irv_" + digest(cell.source, cell.digest)[:12]
-    reply = session._compiler.call("disassemble", what=cell.name, module=module, path=cell.name,
-                                   source=prefix + cell.source, options=[*session.options, "-g"], **dep_args)
+    req = session.request("disassemble", cell=cell.name, module=module, options=["-g"])
+    offset = req.line_offset
+    out = IRViews(name, cell.name, cell.source, offset)
+    reply = session.call(req)
     if not reply["ok"]:
         raise SlangCompileError(f"could not disassemble {cell.name}",
-                                parse_diagnostics(reply["diagnostics"], {cell.name: 1}), session._sources())
+                                parse_diagnostics(reply["diagnostics"], {cell.name: offset}),
+                                {cell.name: cell.source})
     out.views["module"] = reply["ir"]
     fn_info, diff = None, []
     if _is_function(session, name):
@@ -143,12 +141,12 @@ def ir_views(session: "Session", name: str, pass_: str | None = None, *, autodif
             out.notes.append(f"{cell.name} has no entry point and {name} is not differentiable: "
                              f"no pass views (the compiler runs passes on linked kernels)")
             return out
-        opts = [*session.options, "-g"]
+        opts = ["-g"]
         for p in wanted:
             opts += ["-dump-ir-after", p] + (["-dump-ir-before", p] if p == pass_ else [])
-        reply = session._compiler.call(
-            "compile", what=cell.name, module=module + "_ad", path=cell.name, source=prefix + cell.source + wrapper,
-            entry_points=[entry], target=target or session.backend.target, reflect=False, options=opts, **dep_args)
+        reply = session.call(session.request(
+            "compile", cell=cell.name, append=wrapper, module=module + "_ad", entries=[entry], target=target,
+            options=opts, reflect=False))
         if not reply["ok"]:
             diags = parse_diagnostics(reply["diagnostics"], {cell.name: 1 + offset})
             out.notes.append("the derivative kernel did not compile: "

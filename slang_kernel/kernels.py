@@ -3,65 +3,27 @@
 from __future__ import annotations
 
 import math
-import warnings
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import Any, Mapping, Protocol, Sequence
 
+from .backends import Backend
+from .compiled import CompiledKernel
 from .compiler.reflection import EntryPointInfo, ParamInfo
+from .errors import BoundsError, DeviceLost, KernelCrash, KernelInterrupted, KernelTimeout, OutOfRangeWarning
 
-if TYPE_CHECKING:
-    from .session import CompiledKernel, Session
-
-__all__ = ["BoundsError", "ComputeKernel", "DeviceLost", "KernelCrash", "KernelInterrupted", "KernelTimeout", "OutOfRangeWarning",
-           "check_parameters", "groups_for"]
+__all__ = ["BoundsError", "ComputeKernel", "DeviceLost", "KernelCrash", "KernelHost", "KernelInterrupted",
+           "KernelTimeout", "OutOfRangeWarning", "check_parameters", "groups_for"]
 
 
-class BoundsError(IndexError):
-    """A checked kernel indexed a buffer out of range (Session(checked=True))."""
+class KernelHost(Protocol):
+    """What a ComputeKernel needs of its session (the Session's public API)."""
 
-    def __init__(self, kernel: str, count: int, index: int, size: int, buffer: str | None = None) -> None:
-        what = f"`{buffer}`" if buffer and not buffer.startswith("a ") else (buffer or "a buffer")
-        super().__init__(
-            f"{kernel}: {count} out-of-range access(es); the first read or wrote index {index} of {what} "
-            f"({size} elements). Out-of-range writes were dropped and reads gave 0; in-range results were "
-            "written back.")
-        self.kernel, self.count, self.index, self.size, self.buffer = kernel, count, index, size, buffer
+    backend: Backend
+    revision: int
 
-
-class OutOfRangeWarning(RuntimeWarning):
-    """A kernel indexed a buffer out of range; the accesses were made harmless (GPU semantics).
-    Shown every time (not once per place, as Python does for other warnings)."""
-
-
-warnings.simplefilter("always", OutOfRangeWarning)
-
-
-class KernelCrash(RuntimeError):
-    """A CPU kernel crashed its worker process (SIGSEGV, SIGABRT, stack overflow); the worker was
-    restarted and the session is intact."""
-
-    def __init__(self, message: str, kernel: str = "", signal: str = "") -> None:
-        super().__init__(message)
-        self.kernel, self.signal = kernel, signal
-
-
-class DeviceLost(RuntimeError):
-    """The GPU context is unusable (e.g. CUDA_ERROR_ILLEGAL_ADDRESS is sticky): says what to do."""
-
-
-class KernelTimeout(TimeoutError):
-    """A kernel ran past Session(timeout=...); it was stopped (the CPU worker restarted)."""
-
-    def __init__(self, message: str, kernel: str = "", elapsed: float = 0.0) -> None:
-        super().__init__(message)
-        self.kernel, self.elapsed = kernel, elapsed
-
-
-class KernelInterrupted(KeyboardInterrupt):
-    """Ctrl-C / the notebook's stop button during a dispatch; the CPU worker was restarted."""
-
-    def __init__(self, message: str, kernel: str = "", elapsed: float = 0.0) -> None:
-        super().__init__(message)
-        self.kernel, self.elapsed = kernel, elapsed
+    def compile_entry(self, name: str, target: str | None = None) -> CompiledKernel: ...
+    def is_current(self, built_from: CompiledKernel) -> bool: ...
+    def code(self, name: str, target: str = "hlsl") -> str: ...
+    def ir(self, name: str) -> str: ...
 
 
 def _triple(v: int | Sequence[int], what: str) -> tuple[int, int, int]:
@@ -89,7 +51,7 @@ def _param_text(p: ParamInfo) -> str:
     return f"`{p.name}` ({p.type.name})"
 
 
-def check_parameters(kernel: "CompiledKernel", values: Mapping[str, Any]) -> None:
+def check_parameters(kernel: CompiledKernel, values: Mapping[str, Any]) -> None:
     """Missing or unknown parameters are an error that names them, with their Slang types.
 
     Globals that the kernel's code never touches (from other cells) may be left out."""
@@ -111,22 +73,24 @@ def check_parameters(kernel: "CompiledKernel", values: Mapping[str, Any]) -> Non
 
 
 class ComputeKernel:
-    """A compute entry point. Resolved by name at each call, so re-running its cell takes effect."""
+    """A compute entry point, following its name: re-running its cell (or a later cell defining the
+    same name) takes effect at the next call. While the new revision does not compile, the last good
+    one keeps running (`compiled()` still returns it; the session's `failure(cell)` has the error)."""
 
-    def __init__(self, session: "Session", name: str) -> None:
+    def __init__(self, session: KernelHost, name: str) -> None:
         self.session = session
         self.name = name
-        self._last: tuple[int, Any, "CompiledKernel"] | None = None
+        self._last: tuple[int, Backend, CompiledKernel] | None = None
 
-    def compiled(self, target: str | None = None) -> "CompiledKernel":
-        if target is None:  # the hot path of every call: reuse while nothing in the session changed
-            last, s = self._last, self.session
-            if last is not None and last[0] == s.revision and last[1] is s.backend:
-                return last[2]
-            ck = s.compile_entry(self.name)
-            self._last = (s.revision, s.backend, ck)
-            return ck
-        return self.session.compile_entry(self.name, target)
+    def compiled(self, target: str | None = None) -> CompiledKernel:
+        if target is not None:
+            return self.session.compile_entry(self.name, target)
+        last, s = self._last, self.session
+        if last is not None and last[0] == s.revision and last[1] is s.backend:
+            return last[2]  # the hot path of every call: nothing in the session changed
+        ck = s.compile_entry(self.name)
+        self._last = (s.revision, s.backend, ck)
+        return ck
 
     @property
     def params(self) -> tuple[ParamInfo, ...]:
@@ -143,6 +107,11 @@ class ComputeKernel:
 
     def ir(self) -> str:
         return self.session.ir(self.name)
+
+    @property
+    def current(self) -> bool:
+        """Whether the revision last compiled is still the current one of every cell it was made of."""
+        return self._last is not None and self.session.is_current(self._last[2])
 
     def __call__(self, *, threads: Any = None, groups: Any = None, **params: Any) -> None:
         ck = self.compiled()

@@ -1,34 +1,40 @@
-"""Session: cells -> modules, dependency tracking, invalidation, caches, lookup of kernels/functions."""
+"""Session: cells -> revisions, dependency tracking, one compile path, caches, lookup of kernels/functions.
+
+The model every other part builds on (DESIGN.md, "The model at the centre"): each cell revision is a
+frozen `Cell` whose digest covers its source, its options and defines and the digests of the cells
+it imports. Everything derived from cells (CompiledKernel, and through it ComputeKernel,
+SlangFunction, playground programs, live and IR views) records the digests it was built from and is
+valid exactly while `is_current` says so: compiling an unrelated cell never invalidates it. Every
+compiler call is a `CompileRequest` built by `request` (or, for a cell's own check, the same builder).
+"""
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
-from .backends import Backend, create_backend
+from .autodiff import SlangFunction
+from .backends import Backend, BackendConfig, create_backend
 from .cache import DiskCache, compiler_fingerprint, digest
 from .cells import Cell, identifiers, import_prefix, module_name_for, resolve_imports
+from .compiled import CompiledKernel, CompileRequest, ModuleSource, define_lines
 from .compiler.client import CompilerProcess
 from .compiler.diagnostics import Diagnostic, SlangCompileError, SlangCompilerCrash, parse_diagnostics
-from .compiler.reflection import DeclInfo, EntryPointInfo, FunctionInfo, ProgramReflection
+from .compiler.reflection import DeclInfo, FunctionInfo
+from .kernels import ComputeKernel
 
-if TYPE_CHECKING:
-    from .autodiff import SlangFunction
-    from .kernels import ComputeKernel
-
-__all__ = ["CellResult", "CompiledKernel", "Session"]
+__all__ = ["CODE_TARGETS", "MODULE_DIR", "CellResult", "CompiledKernel", "Session"]
 
 CODE_TARGETS = ("hlsl", "glsl", "spirv-asm", "metal", "wgsl", "cuda", "cpp")
-_USER_CODE = re.compile(r'#line \d+ "')           # generated code after Slang's inlined prelude
-_GLOBALS_STRUCT = re.compile(r"struct GlobalParams_\d+\s*\{[^}]*\};")
 # Our own Slang modules (playground, printing, rendering: `import playground;` as in the Slang
 # Playground) are found on this search path; their text is part of every cache key.
 MODULE_DIR = Path(__file__).with_name("slang")
 _SEARCH = ("-I", str(MODULE_DIR))
+_DEFINE_NAME = re.compile(r"[A-Za-z_]\w*$")
 
 
 @dataclass(frozen=True)
@@ -43,62 +49,22 @@ class CellResult:
     recompiled: tuple[str, ...]   # later cells recompiled because they use this one
     broken: tuple[str, ...]       # later cells that no longer compile (their errors say why)
     elapsed_ms: float
+    digest: str = ""              # the new revision's digest
 
     @property
     def warnings(self) -> list[Diagnostic]:
         return [d for d in self.diagnostics if d.severity == "warning"]
 
 
-@dataclass(frozen=True)
-class CompiledKernel:
-    """Target code and reflection of one entry point, for one revision of its cells."""
-
-    key: str
-    entry: str
-    target: str
-    code: str
-    reflection: ProgramReflection
-    cell: str
-    diagnostics: tuple[Diagnostic, ...] = ()
-    module: str = ""               # the Slang module compiled (for backends that compile from source: vulkan)
-    source: str = ""               # its full source, import prefix included
-    deps: tuple[str, ...] = ()     # names of the cells it loads, in load order
-    globals_from_cpp: frozenset[str] | None = None  # used globals, read off a C++ build (binary targets)
-
-    @functools.cached_property
-    def entry_point(self) -> EntryPointInfo:
-        return self.reflection.entry_point(self.entry)
-
-    @functools.cached_property
-    def parameter_names(self) -> frozenset[str]:
-        """What a dispatch must be given: entry-point uniforms and the globals this kernel uses."""
-        used = self.used_globals
-        return frozenset([p.name for p in self.entry_point.uniforms]
-                         + [p.name for p in self.reflection.globals if used is None or p.name in used])
-
-    @functools.cached_property
-    def used_globals(self) -> frozenset[str] | None:
-        """Globals the generated code reads or writes (None where the target's code cannot tell).
-
-        Reflection lists every global of every imported cell; a kernel that touches none of another
-        cell's globals should not have to be given them. In C++ and CUDA output a global `g` is the
-        field `g_N` of the GlobalParams struct, so after removing that struct's declaration, a
-        mention of `g_N` is a use (erring towards "used": a false positive only asks for a value).
-        """
-        if self.target not in ("cpp", "cuda"):
-            return self.globals_from_cpp
-        m = _USER_CODE.search(self.code)
-        body = _GLOBALS_STRUCT.sub("", self.code[m.start():] if m else self.code)
-        return frozenset(p.name for p in self.reflection.globals
-                         if re.search(rf"\b{re.escape(p.name)}_\d+\b", body))
-
-
 class Session:
     """One persistent notebook session: every cell compiles into it, incrementally.
 
     backend: "cpu" | "vulkan" | "cuda" | "auto". options: extra slangc options for every
-    compile (e.g. ["-O2"]). The compiler runs in its own process (started here, in the
-    background), so a compiler crash costs one cell's error, never the session.
+    compile (e.g. ["-O2"]); defines: preprocessor defines for every cell (see set_define). The
+    compiler runs in its own process (started here, in the background), so a compiler crash costs
+    one cell's error, never the session. threads/checked/timeout/isolate configure the backend
+    (BackendConfig: checked=True reports out-of-range buffer indices, timeout= stops a dispatch after
+    that many seconds, isolate=False runs CPU kernels in this process: lower overhead, not crash-safe).
     """
 
     def __init__(
@@ -116,36 +82,62 @@ class Session:
         isolate: bool = True,
     ) -> None:
         self.options = tuple(options)
-        self.defines = dict(defines or {})  # change with set_define(), so kernels see it
+        self._defines = {str(k): str(v) for k, v in (defines or {}).items()}
         self.cache = DiskCache(cache_dir, enabled=cache)
         self.fingerprint = digest(compiler_fingerprint(), *(p.read_bytes() for p in sorted(MODULE_DIR.glob("*.slang"))))
+        self.config = BackendConfig(threads=threads, checked=checked, timeout=timeout, isolate=isolate,
+                                    include_paths=(str(MODULE_DIR),), cache=self.cache)
         self._compiler = compiler or CompilerProcess()
         self._compiler.start()
         self._cells: dict[str, Cell] = {}
+        self._failed: dict[str, SlangCompileError] = {}
         self._counter = 0
         self._compiled: dict[str, CompiledKernel] = {}
-        self._entry_cache: dict[tuple[Any, ...], CompiledKernel] = {}
-        self.revision = 0  # bumped whenever cells or the backend change
-        self._entry_rev = 0
-        self.threads = threads
-        # CPU backend: checked=True reports out-of-range buffer indices (BoundsError); timeout= stops a
-        # dispatch after that many seconds (KernelTimeout); isolate=False runs kernels in this process
-        # (lower overhead, but a crashing kernel takes the notebook down with it).
-        self.checked = checked
-        self.timeout = timeout
-        self.isolate = isolate
+        self._entries: dict[tuple[str, str], CompiledKernel] = {}
+        self.revision = 0  # counts every change (cells, defines, backend); views compare digests instead
         try:
-            self.backend: Backend = create_backend(backend, self)
+            self.backend: Backend = create_backend(backend, self.config)
         except BaseException:
             self._compiler.close()  # no backend, no session: do not leave the compiler running
             raise
 
+    # -- configuration ------------------------------------------------------------------------------
+
+    @property
+    def defines(self) -> dict[str, str]:
+        """The session's defines (a copy: change them with set_define)."""
+        return dict(self._defines)
+
+    @property
+    def threads(self) -> int | None:
+        return self.config.threads
+
+    @property
+    def checked(self) -> bool:
+        return self.config.checked
+
+    @property
+    def timeout(self) -> float | None:
+        return self.config.timeout
+
+    @property
+    def isolate(self) -> bool:
+        return self.config.isolate
+
+    @property
+    def compiler_pid(self) -> int | None:
+        """The compiler worker's process id (None while it is not running)."""
+        return self._compiler.pid
+
     # -- cells --------------------------------------------------------------------------------------
 
-    def run_cell(self, source: str, name: str | None = None) -> CellResult:
+    def run_cell(self, source: str, name: str | None = None, *, defines: Mapping[str, str] | None = None,
+                 options: Sequence[str] = ()) -> CellResult:
         """Compile one cell. Running a name again replaces that cell and recompiles its users.
 
-        A cell with errors raises SlangCompileError and changes nothing.
+        defines/options: for this cell only (on top of the session's). A cell with errors raises
+        SlangCompileError and changes nothing (views of the cell keep its last good revision;
+        `failure(name)` holds the error until a good revision arrives).
         """
         t0 = time.perf_counter()
         if name is None:
@@ -154,78 +146,129 @@ class Session:
             while name in self._cells:
                 self._counter += 1
                 name = f"cell[{self._counter}]"
+        own = {str(k): str(v) for k, v in (defines or {}).items()}
+        bad = [k for k in own if not _DEFINE_NAME.match(k)]
+        if bad:
+            raise ValueError(f"not a preprocessor name: {bad[0]!r} (defines are NAME=VALUE)")
         old = self._cells.get(name)
         order = list(self._cells)
         pos = order.index(name) if old else len(order)
         earlier = [self._cells[n] for n in order[:pos]]
         module = old.module if old else module_name_for(name, (c.module for c in self._cells.values()))
-        cell = self._check(name, module, source, earlier)
+        cell = self._check(name, module, source, earlier, own_defines=tuple(sorted(own.items())),
+                           options=tuple(options))
         if cell.error is not None:
             if any(d.code == "crash" for d in cell.diagnostics):
                 raise SlangCompilerCrash(cell.error + " The session is unchanged.")
-            raise SlangCompileError(
-                f"{name} did not compile; the session is unchanged.", cell.diagnostics, self._sources(cell)
-            )
-        # Commit, then bring later cells up to date (in order): they may use this one.
-        self._cells[name] = cell
-        self.revision += 1
+            exc = SlangCompileError(f"{name} did not compile; the session is unchanged.", list(cell.diagnostics),
+                                    self._sources(cell))
+            self._failed[name] = exc
+            raise exc
+        self._failed.pop(name, None)
+        self._commit(cell)
         recompiled, broken = self._refresh_after(name)
         kernels = tuple(cell.entry_points)
         functions = tuple(d.name for d in cell.decls if d.kind == "function" and d.name not in kernels)
         types = tuple(d.name for d in cell.decls if d.kind in ("struct", "enum") or d.kind.startswith("generic"))
-        return CellResult(name, cell.diagnostics, kernels, functions, types, recompiled, broken,
-                          (time.perf_counter() - t0) * 1000)
+        return CellResult(name, list(cell.diagnostics), kernels, functions, types, recompiled, broken,
+                          (time.perf_counter() - t0) * 1000, cell.digest)
 
     def remove_cell(self, name: str) -> None:
         """Forget a cell; later cells that used it are recompiled (and may break)."""
         if name not in self._cells:
             raise KeyError(f"no cell named {name!r}; cells: {', '.join(self._cells) or 'none'}")
         order = list(self._cells)
-        del self._cells[name]
+        i = order.index(name)
+        self._forget(self._cells.pop(name))
+        self._failed.pop(name, None)
         self.revision += 1
-        if order.index(name) < len(order) - 1:
-            self._refresh_after(order[order.index(name) - 1] if order.index(name) else None)
+        if i < len(order) - 1:
+            self._refresh_after(order[i - 1] if i else None)
 
     @property
     def cells(self) -> tuple[str, ...]:
         return tuple(self._cells)
 
     def cell(self, name: str) -> Cell:
+        """The current revision of a cell."""
         return self._cells[name]
 
-    def _check(self, name: str, module: str, source: str, earlier: Sequence[Cell],
-               own: frozenset[str] = frozenset()) -> Cell:
+    def digest(self, name: str) -> str | None:
+        """The digest of a cell's current revision (None when there is no such cell)."""
+        c = self._cells.get(name)
+        return c.digest if c is not None else None
+
+    def is_current(self, built_from: CompiledKernel | Iterable[tuple[str, str]]) -> bool:
+        """Whether everything `built_from` (a CompiledKernel, or (cell, digest) pairs) was made of is
+        still the current, compiling revision of its cells."""
+        pairs = built_from.digests if isinstance(built_from, CompiledKernel) else built_from
+        cells = self._cells
+        for n, d in pairs:
+            c = cells.get(n)
+            if c is None or c.digest != d or c.error is not None:
+                return False
+        return True
+
+    def failure(self, name: str) -> SlangCompileError | None:
+        """The error of the last run of cell `name` when it did not compile (its earlier revision is
+        still the current one); None once a good revision arrived."""
+        return self._failed.get(name)
+
+    def set_define(self, name: str, value: str = "1") -> None:
+        """A preprocessor define for every cell (each cell sees the defines whose names it mentions):
+        the cells that mention it are re-checked now, and kernels built from them follow."""
+        if not _DEFINE_NAME.match(name):
+            raise ValueError(f"not a preprocessor name: {name!r}")
+        self._defines[name] = str(value)
+        self.revision += 1
+        self._refresh_after(None)
+
+    def _commit(self, cell: Cell) -> None:
+        old = self._cells.get(cell.name)
+        self._cells[cell.name] = cell
+        self.revision += 1
+        if old is not None and old.digest != cell.digest:
+            self._forget(old)
+
+    def _forget(self, cell: Cell) -> None:
+        """The compiler worker drops the blob of a revision nothing can load again."""
+        if cell.digest and not any(c.digest == cell.digest for c in self._cells.values()):
+            forget = getattr(self._compiler, "forget", None)  # TODO(ipc): CompilerProcess.forget lands with the IPC module
+            if forget is not None:
+                forget([cell.digest])
+
+    def _macros(self, source_idents: frozenset[str], own: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+        """The defines a cell sees: the session's and its own, those whose names it mentions (a define
+        it never mentions cannot change it, so it must not change its digest either)."""
+        merged = {**self._defines, **dict(own)}
+        return tuple(sorted((k, v) for k, v in merged.items() if k in source_idents))
+
+    def _check(self, name: str, module: str, source: str, earlier: Sequence[Cell], own: frozenset[str] = frozenset(),
+               *, own_defines: tuple[tuple[str, str], ...] = (), options: tuple[str, ...] = ()) -> Cell:
         """Check one cell against the earlier cells it uses. `own`: kernels the cell defines (known after
         a first check) for whose names no earlier cell is imported."""
         idents = identifiers(source)
         imports = resolve_imports(idents - own, earlier)
-        deps = self._closure(imports)
-        full = import_prefix([c.module for c in imports]) + source
-        key = self._check_key(name, module, full, deps)
-        cell = Cell(name=name, module=module, source=source, imports=tuple(c.name for c in imports),
-                    digest=key, idents=idents)
-        reply = self.cache.get_object("cells", key)
+        macros = self._macros(idents, own_defines)
+        req = self._build("check", name, module, source, imports, macros, options)
+        base = Cell(name=name, module=module, source=source, imports=tuple(c.name for c in imports),
+                    digest=req.key, idents=idents, own=own, defines=macros, options=options,
+                    own_defines=own_defines)
+        reply = self.cache.get_object("cells", req.key)
         if reply is None:
             try:
-                reply = self._compiler.call(
-                    "check", what=name, module=module, path=name, source=full,
-                    deps=[(d.module, d.name, d.digest) for d in deps],
-                    blobs={d.digest: d.blob for d in deps}, options=(*_SEARCH, *self.options), defines=self.defines,
-                )
+                reply = self._compiler.call("check", **req.message())
             except SlangCompilerCrash as exc:
-                cell.error = str(exc)
-                cell.diagnostics = [Diagnostic("error", "crash", name, 0, 0, str(exc))]
-                return cell
+                return dataclasses.replace(base, error=str(exc),
+                                           diagnostics=(Diagnostic("error", "crash", name, 0, 0, str(exc)),))
             if reply["ok"]:
-                self.cache.put_object("cells", key, reply)
-        cell.diagnostics = self._annotate(parse_diagnostics(reply["diagnostics"], {name: 1}), name, earlier)
+                self.cache.put_object("cells", req.key, reply)
+        diagnostics = tuple(self._annotate(parse_diagnostics(reply["diagnostics"], {name: 1}), name, earlier))
         if not reply["ok"]:
-            cell.error = "\n".join(str(d) for d in cell.diagnostics if d.severity == "error") or "error"
-            return cell
-        cell.blob = reply["blob"]
-        cell.decls = tuple(reply["decls"])
-        cell.entry_points = tuple(reply.get("entry_points", ()))
-        cell.own = own
+            error = "\n".join(str(d) for d in diagnostics if d.severity == "error") or "error"
+            return dataclasses.replace(base, diagnostics=diagnostics, error=error)
+        cell = dataclasses.replace(base, diagnostics=diagnostics, blob=reply["blob"], decls=tuple(reply["decls"]),
+                                   entry_points=tuple(reply.get("entry_points", ())))
         kernels = frozenset(cell.entry_points)
         if not own and resolve_imports(idents - kernels, earlier) != imports:
             # A kernel named like an earlier cell's function: that cell is not imported for the name
@@ -233,7 +276,7 @@ class Session:
             # be found). Only kernels: a function named like an earlier one is an overload, which may
             # call the earlier one (`f(float2)` built on `f(float)`), and Slang would still compile it
             # without that cell, calling itself through an implicit float -> float2.
-            shadowing = self._check(name, module, source, earlier, kernels)
+            shadowing = self._check(name, module, source, earlier, kernels, own_defines=own_defines, options=options)
             if shadowing.ok:
                 return shadowing
         return cell
@@ -247,7 +290,7 @@ class Session:
                 d = Diagnostic(d.severity, d.code, name, 0, 0, d.message)
             if d.code == "E30015" and "'" in d.message:
                 ident = d.message.split("'")[1]
-                owner = next((c.name for c in later if ident in c.defines()), None)
+                owner = next((c.name for c in later if ident in c.names), None)
                 if owner:
                     d = Diagnostic(d.severity, d.code, d.cell, d.line, d.column,
                                    f"{d.message} ({ident} is defined in {owner}, which comes after {name}; "
@@ -257,6 +300,7 @@ class Session:
         return out
 
     def _refresh_after(self, name: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """Bring the cells after `name` (all, for None) up to date, in order: they may use what changed."""
         order = list(self._cells)
         start = order.index(name) + 1 if name is not None else 0
         recompiled, broken = [], []
@@ -264,24 +308,21 @@ class Session:
             cell = self._cells[later_name]
             earlier = [self._cells[n] for n in order[: order.index(later_name)]]
             imports = resolve_imports(cell.idents - cell.own, earlier)
-            deps = self._closure(imports)
-            full = import_prefix([c.module for c in imports]) + cell.source
-            if self._check_key(cell.name, cell.module, full, deps) == cell.digest and cell.ok:
+            macros = self._macros(cell.idents, cell.own_defines)
+            req = self._build("check", cell.name, cell.module, cell.source, imports, macros, cell.options)
+            if req.key == cell.digest and cell.ok:
                 continue
-            new = self._check(cell.name, cell.module, cell.source, earlier, cell.own)
+            new = self._check(cell.name, cell.module, cell.source, earlier, cell.own,
+                              own_defines=cell.own_defines, options=cell.options)
             if new.error is not None:  # keep what it defined, so lookups can say it is broken
-                new.decls, new.entry_points = cell.decls, cell.entry_points
-            self._cells[later_name] = new
+                new = dataclasses.replace(new, decls=cell.decls, entry_points=cell.entry_points)
+            self._commit(new)
             (broken if new.error is not None else recompiled).append(later_name)
         return tuple(recompiled), tuple(broken)
 
-    def _check_key(self, name: str, module: str, full_source: str, deps: Sequence[Cell]) -> str:
-        """What a cell's check depends on: compiler, options, its text and its dependencies' revisions."""
-        return digest("check", self.fingerprint, name, module, full_source, *self.options,
-                      *sorted(f"{k}={v}" for k, v in self.defines.items()), *(d.digest for d in deps))
-
-    def _closure(self, cells: Iterable[Cell]) -> list[Cell]:
-        """The cells these import, transitively, in session order (the order blobs must load)."""
+    def closure(self, cells: Iterable[Cell]) -> list[Cell]:
+        """The cells these import, transitively (themselves included), in session order: the order
+        their blobs must load."""
         seen: dict[str, Cell] = {}
         stack = list(cells)
         while stack:
@@ -300,15 +341,18 @@ class Session:
 
     # -- lookup -------------------------------------------------------------------------------------
 
-    def _owner(self, name: str, *, kernel: bool | None = None) -> Cell:
+    def owner(self, name: str, *, kernel: bool | None = None) -> Cell:
+        """The cell whose definition of `name` is current (the latest; kernel=True/False: only a
+        compute kernel / only another declaration). Raises SlangCompileError when that cell no
+        longer compiles, KeyError when no cell defines it."""
         for cell in reversed(self._cells.values()):
             is_kernel = name in cell.entry_points
-            is_other = any(d.name == name for d in cell.decls) and not is_kernel
+            is_other = not is_kernel and name in cell.names
             if (kernel is None and (is_kernel or is_other)) or (kernel and is_kernel) or (kernel is False and is_other):
                 if not cell.ok:
                     raise SlangCompileError(
                         f"{name} is defined in {cell.name}, which no longer compiles: fix or re-run it.",
-                        cell.diagnostics, self._sources(cell))
+                        list(cell.diagnostics), self._sources(cell))
                 return cell
         what = {True: "compute kernel", False: "function", None: "name"}[kernel]
         known = self.kernels() if kernel else self.functions() if kernel is False else sorted(self.names())
@@ -330,87 +374,107 @@ class Session:
         return out
 
     def function_info(self, name: str) -> tuple[Cell, tuple[FunctionInfo, ...]]:
-        cell = self._owner(name, kernel=False)
+        cell = self.owner(name, kernel=False)
         decl = next(d for d in cell.decls if d.name == name)
         if decl.kind != "function":
             raise TypeError(f"{name} in {cell.name} is a {decl.kind}, not a function")
         return cell, decl.functions
 
-    def kernel(self, name: str) -> "ComputeKernel":
-        from .kernels import ComputeKernel
-
-        self._owner(name, kernel=True)
+    def kernel(self, name: str) -> ComputeKernel:
+        self.owner(name, kernel=True)
         return ComputeKernel(self, name)
 
-    def function(self, name: str) -> "SlangFunction":
-        from .autodiff import SlangFunction
-
+    def function(self, name: str) -> SlangFunction:
         self.function_info(name)
         return SlangFunction(self, name)
 
-    # -- compiling ----------------------------------------------------------------------------------
+    # -- the one compile path -----------------------------------------------------------------------
 
-    def compile_entry(self, name: str, target: str | None = None) -> CompiledKernel:
-        """Target code and reflection for a compute kernel of the current cells (cached)."""
-        target = target or self.backend.target
-        fast = (name, target, self.options, tuple(sorted(self.defines.items())))
-        if self._entry_rev != self.revision:  # entries of older revisions can never be hit again
-            self._entry_cache.clear()
-            self._entry_rev = self.revision
-        hit = self._entry_cache.get(fast)
-        if hit is not None:
-            return hit
-        cell = self._owner(name, kernel=True)
-        imports = [self._cells[n] for n in cell.imports]
-        full = import_prefix([c.module for c in imports]) + cell.source
-        ck = self.compile_source(cell.name, cell.module, full, [name], target, self._closure(imports))[name]
-        self._entry_cache[fast] = ck
-        return ck
+    def request(
+        self, op: str, *, cell: str | None = None, source: str | None = None, upto: str | None = None,
+        append: str = "", module: str | None = None, what: str | None = None, entries: Sequence[str] = (),
+        target: str | None = None, options: Sequence[str] = (), reflect: bool = True,
+    ) -> CompileRequest:
+        """Build a compiler request ("compile" or "disassemble"; cells are checked by run_cell).
 
-    def compile_source(
-        self, what: str, module: str, source: str, entries: Sequence[str], target: str,
-        deps: Sequence[Cell], *, line_offset: int = 1,
-    ) -> dict[str, CompiledKernel]:
-        """Compile entry points of `source` (a fresh compiler request); results are cached.
-
-        With no entries, the whole module is generated (e.g. [CUDAKernel] functions), under "".
+        cell: a cell's current revision (its text, imports, defines, options), with `append`ed
+        generated text if given; or source: generated text that uses the cells up to `upto` (all by
+        default), imported by the names it mentions. options: extra compiler options (e.g. "-g").
         """
-        names = list(entries) or [""]
-        opts = (*self.options, *self.backend.compile_options(target))
-        key = digest("compile", self.fingerprint, target, module, source, *entries, *opts,
-                     *sorted(f"{k}={v}" for k, v in self.defines.items()), *(d.digest for d in deps))
+        if (cell is None) == (source is None):
+            raise TypeError("request(): give exactly one of cell= or source=")
+        target = target or self.backend.target
+        if cell is not None:
+            c = self._cells[cell]
+            imports = [self._cells[n] for n in c.imports]
+            text = c.source + append
+            macros = c.defines if not append else self._macros(identifiers(text), c.own_defines)
+            own_options: tuple[str, ...] = (*c.options, *options)
+            mod = module or (c.module if not append else f"{c.module}_{digest(append)[:8]}")
+            label = what or c.name
+            digests = ((c.name, c.digest),)
+        else:
+            assert source is not None
+            names = list(self._cells)
+            upto_cells = [self._cells[n] for n in names[: names.index(upto) + 1]] if upto else list(self._cells.values())
+            idents = identifiers(source)
+            imports = resolve_imports(idents, upto_cells)
+            text, macros, own_options = source, self._macros(idents, ()), tuple(options)
+            mod = module or "sk_gen_" + digest(source)[:12]
+            label = what or mod
+            digests = ()
+        req = self._build(op, label, mod, text, imports, macros, own_options, target=target, entries=entries,
+                          reflect=reflect)
+        return dataclasses.replace(req, digests=(*req.digests, *digests))
+
+    def _build(self, op: str, what: str, module: str, text: str, imports: Sequence[Cell],
+               macros: tuple[tuple[str, str], ...], own_options: tuple[str, ...], *, target: str = "",
+               entries: Sequence[str] = (), reflect: bool = True) -> CompileRequest:
+        """The one constructor of compiler requests: search path, session and cell options, the
+        backend's options for the target, defines, and the module chain (as blobs and as sources)."""
+        deps = self.closure(imports)
+        prefix = import_prefix([c.module for c in imports])
+        options = (*_SEARCH, *self.options, *own_options)
+        target_options = tuple(self.backend.compile_options(target)) if op == "compile" else ()
+        chain: list[ModuleSource] = []
+        if op == "compile":  # module names by content: a module is reloaded when it or an import changed
+            hashed: dict[str, str] = {}
+            for c in deps:
+                m = _module_source(c.module, c.defines, [hashed[n] for n in c.imports if n in hashed], c.source, c.name)
+                hashed[c.name] = m.name
+                chain.append(m)
+            chain.append(_module_source(module, macros, [hashed[c.name] for c in imports], text, what))
+        return CompileRequest(
+            op=op, what=what, module=module, source=prefix + text, line_offset=prefix.count("\n"),
+            deps=tuple((d.module, d.name, d.digest) for d in deps), options=options,
+            target_options=target_options, defines=macros, fingerprint=self.fingerprint, target=target if op == "compile" else "",
+            entries=tuple(entries), reflect=reflect, blobs={d.digest: d.blob for d in deps},
+            digests=tuple((d.name, d.digest) for d in deps), chain=tuple(chain))
+
+    def call(self, req: CompileRequest) -> dict[str, Any]:
+        """Run a request as it is (not cached): the compiler's reply, ok or not (e.g. IR dumps)."""
+        return dict(self._compiler.call(req.op, **req.message()))
+
+    def compile(self, req: CompileRequest) -> dict[str, CompiledKernel]:
+        """Compile a "compile" request: a CompiledKernel per entry point (with no entries, the whole
+        module under ""). Cached in memory and on disk by the request's content."""
+        names = list(req.entries) or [""]
+        key = req.key
         if all(f"{key}/{e}" in self._compiled for e in names):
             return {e: self._compiled[f"{key}/{e}"] for e in names}
         reply = self.cache.get_object("kernels", key)
         if reply is None:
-            reply = self._compiler.call(
-                "compile", what=what, module=module, path=what, source=source, entry_points=list(entries),
-                target=target, deps=[(d.module, d.name, d.digest) for d in deps],
-                blobs={d.digest: d.blob for d in deps}, options=(*_SEARCH, *opts), defines=self.defines,
-            )
+            reply = self.call(req)
             if reply["ok"]:
                 self.cache.put_object("kernels", key, reply)
-        diags = parse_diagnostics(reply["diagnostics"], {what: line_offset})
+        diags = parse_diagnostics(reply["diagnostics"], {req.what: req.line_offset})
         if not reply["ok"]:
-            sources = self._sources()
-            sources[what] = source.split("\n", line_offset)[-1] if line_offset else source
-            hint = ""
-            if target == "cpp" and any(d.code == "E36107" for d in diags):
-                hint = (" Slang's CPU target has no group barriers, atomics or wave operations (the notes "
-                        "below name the construct): run this kernel with backend='vulkan' or 'cuda'.")
-            clash = [(e, d.name) for e in entries for d in deps if e in d.defines()]
-            if clash and any(d.code == "E38000" for d in diags):
-                e, other = clash[0]
-                hint = (f" {other} also defines `{e}`, and this cell uses other names of {other}, so Slang sees "
-                        f"both `{e}` as overloads and cannot pick the entry point: rename one of them.")
-            raise SlangCompileError(f"{', '.join(entries) or what} did not compile for target {target}.{hint}",
-                                    diags, sources)
+            raise self._compile_error(req, diags)
         used: dict[str, frozenset[str] | None] = {e: None for e in names}
-        if target not in ("cpp", "cuda") and entries and reply["reflection"].globals:
+        if req.target not in ("cpp", "cuda") and req.entries and reply["reflection"].globals:
+            cpp = req.retarget("cpp", tuple(self.backend.compile_options("cpp")))
             try:  # which globals each kernel touches, read off its C++ (cached; binary targets hide it)
-                used = {e: k.used_globals for e, k in
-                        self.compile_source(what, module, source, entries, "cpp", deps,
-                                            line_offset=line_offset).items()}
+                used = {e: k.used_globals for e, k in self.compile(cpp).items()}
             except SlangCompileError:
                 pass  # e.g. barriers, which C++ lacks: then every global is required
         if len(self._compiled) > 512:  # old revisions are only ever needed again through the disk cache
@@ -418,11 +482,45 @@ class Session:
                 del self._compiled[old]
         out = {}
         for e in names:
-            ck = CompiledKernel(f"{key}/{e}", e, target, reply["code"][e], reply["reflection"], what, tuple(diags),
-                                module, source, tuple(d.name for d in deps), used[e])
+            ck = CompiledKernel(f"{key}/{e}", e, req.target, reply["code"][e], reply["reflection"], req.what,
+                                tuple(diags), req.module, req.source, tuple(n for _, n, _ in req.deps), used[e],
+                                req.chain, req.digests)
             self._compiled[ck.key] = ck
             out[e] = ck
         return out
+
+    def _compile_error(self, req: CompileRequest, diags: list[Diagnostic]) -> SlangCompileError:
+        sources = self._sources()
+        sources[req.what] = req.source.split("\n", req.line_offset)[-1] if req.line_offset else req.source
+        hint = ""
+        if req.target == "cpp" and any(d.code == "E36107" for d in diags):
+            hint = (" Slang's CPU target has no group barriers, atomics or wave operations (the notes "
+                    "below name the construct): run this kernel with backend='vulkan' or 'cuda'.")
+        deps = [self._cells[n] for _, n, _ in req.deps if n in self._cells]
+        clash = [(e, d.name) for e in req.entries for d in deps if e in d.names]
+        if clash and any(d.code == "E38000" for d in diags):
+            e, other = clash[0]
+            hint = (f" {other} also defines `{e}`, and this cell uses other names of {other}, so Slang sees "
+                    f"both `{e}` as overloads and cannot pick the entry point: rename one of them.")
+        return SlangCompileError(f"{', '.join(req.entries) or req.what} did not compile for target {req.target}.{hint}",
+                                 diags, sources)
+
+    def compile_entry(self, name: str, target: str | None = None) -> CompiledKernel:
+        """Target code and reflection for a compute kernel of the current cells (cached)."""
+        target = target or self.backend.target
+        hit = self._entries.get((name, target))
+        if hit is not None and self.is_current(hit) and hit.cell == self._owner_name(name):
+            return hit
+        owner = self.owner(name, kernel=True)
+        ck = self.compile(self.request("compile", cell=owner.name, entries=[name], target=target))[name]
+        self._entries[(name, target)] = ck
+        return ck
+
+    def _owner_name(self, name: str) -> str | None:
+        for cell in reversed(self._cells.values()):
+            if name in cell.entry_points:
+                return cell.name
+        return None
 
     def code(self, name: str, target: str = "hlsl") -> str:
         """Generated code of a kernel or function for one target: hlsl, glsl, spirv-asm, metal, wgsl, cuda, cpp."""
@@ -439,42 +537,31 @@ class Session:
 
     def ir(self, name: str) -> str:
         """Slang IR (IModule::disassemble) of the cell that defines `name` (or of the cell `name`)."""
-        cell = self._cells.get(name) or self._owner(name)
-        imports = [self._cells[n] for n in cell.imports]
-        deps = self._closure(imports)
-        reply = self._compiler.call(
-            "disassemble", what=cell.name, module=cell.module, path=cell.name,
-            source=import_prefix([c.module for c in imports]) + cell.source,
-            deps=[(d.module, d.name, d.digest) for d in deps], blobs={d.digest: d.blob for d in deps},
-            options=(*_SEARCH, *self.options), defines=self.defines,
-        )
+        cell = self._cells.get(name) or self.owner(name)
+        req = self.request("disassemble", cell=cell.name)
+        reply = self.call(req)
         if not reply["ok"]:
             raise SlangCompileError(f"could not disassemble {cell.name}",
-                                    parse_diagnostics(reply["diagnostics"], {cell.name: 1}), self._sources())
-        return reply["ir"]
+                                    parse_diagnostics(reply["diagnostics"], {cell.name: req.line_offset}),
+                                    self._sources())
+        return str(reply["ir"])
 
     def ir_graph(self, name: str, **kwargs: Any) -> dict[str, Any]:
         from . import ir as ir_module
 
         return ir_module.to_graph(ir_module.parse_ir(self.ir(name)), **kwargs)
 
-    def set_define(self, name: str, value: str = "1") -> None:
-        """A preprocessor define for cells run from now on and for every kernel compiled after this."""
-        self.defines[name] = value
-        self.revision += 1
+    # -- backend ------------------------------------------------------------------------------------
 
     def reset_device(self) -> None:
         """Start the backend afresh (the CPU worker process, or a new device): use after a kernel left it
         in a bad state. Cells stay compiled; arrays you hold are untouched."""
-        reset = getattr(self.backend, "reset", None)
-        if reset is not None:
-            reset()
-        else:
-            self.set_backend(self.backend.name)
+        self.backend.reset()
+        self.revision += 1
 
     def set_backend(self, name: str) -> None:
         """Switch backend; cells stay compiled (kernels are rebuilt for the new target on first use)."""
-        new = create_backend(name, self)
+        new = create_backend(name, self.config)
         old, self.backend = self.backend, new
         self.revision += 1
         old.close()
@@ -494,3 +581,12 @@ class Session:
     def __repr__(self) -> str:
         return (f"<slang_kernel.Session backend={self.backend.name} ({self.backend.describe()}), "
                 f"{len(self._cells)} cells, {len(self.kernels())} kernels, {len(self.functions())} functions>")
+
+
+def _module_source(module: str, defines: tuple[tuple[str, str], ...], imports: Sequence[str], text: str,
+                   what: str) -> ModuleSource:
+    """A module as source for compilers that take source: its defines, its imports by their content
+    names (sgl cannot reload a name with new source), then the text."""
+    source = define_lines(defines) + "".join(f"import {m}; " for m in imports) + "\n" + text
+    h = digest(source)
+    return ModuleSource(f"{module}_{h[:16]}", source, f"{what}@{h[:8]}", what)

@@ -108,9 +108,7 @@ class KernelHandle:
 class SlangTorchModule:
     def __init__(self, source: str, name: str, defines: Mapping[str, Any] | None, session: Session | None) -> None:
         self.session = session or Session(backend="cuda")
-        for k, v in (defines or {}).items():
-            self.session.set_define(k, str(v))
-        result = self.session.run_cell(source, name=name)
+        result = self.session.run_cell(source, name=name, defines={k: str(v) for k, v in (defines or {}).items()})
         kernels = _KERNEL.findall(source)
         infos = {d.name: d.functions[0] for d in self.session.cell(result.name).decls if d.functions}
         wrappers = []
@@ -125,13 +123,10 @@ class SlangTorchModule:
                 call = ", ".join(n for n, _, _ in infos[k].params)
                 for mode in ("fwd", "bwd"):
                     wrappers.append(f"[CUDAKernel] void sk_{mode}_{k}({params}) {{ {mode}_diff({k})({call}); }}")
-        full = source + "\n" + "\n".join(wrappers) + "\n"
-        cell = self.session.cell(result.name)
-        deps = self.session._closure([self.session.cell(n) for n in cell.imports])
-        from .cells import import_prefix
-
-        text = import_prefix([c.module for c in deps]) + full
-        self._compiled = self.session.compile_source(name, cell.module, text, [], "cuda", deps)[""]
+        extra = "\n" + "\n".join(wrappers) + "\n"
+        req = self.session.request("compile", cell=result.name, append=extra, module=self.session.cell(result.name).module,
+                                   target="cuda")
+        self._compiled = self.session.compile(req)[""]
         self._module: Any = None
         self._functions: dict[str, Any] = {}
 

@@ -6,6 +6,8 @@ need textures or device-resident objects say so through the `textures` / `device
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -14,9 +16,9 @@ import slang_kernel as sk
 pytestmark = pytest.mark.vulkan
 
 
-def _make(backend: str) -> sk.Session:
+def _make(backend: str, **options: Any) -> sk.Session:
     try:
-        return sk.Session(backend=backend)
+        return sk.Session(backend=backend, **options)
     except sk.BackendUnavailable as exc:
         pytest.skip(f"{backend} backend unavailable here: {exc}")
 
@@ -385,8 +387,7 @@ def test_texture_of_the_wrong_format_is_refused(session: sk.Session, bad) -> Non
 
 
 def test_timeout_reports_a_long_dispatch() -> None:
-    s = _make("vulkan")
-    s.timeout = 0.5
+    s = _make("vulkan", timeout=0.5)
     try:
         s.run_cell("""
 [shader("compute")][numthreads(1, 1, 1)]

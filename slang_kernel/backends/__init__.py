@@ -1,22 +1,46 @@
-"""Backends: one protocol, a registry, and "auto" selection (cuda > vulkan > cpu, by what works here)."""
+"""Backends: one narrow protocol, a registry, and "auto" selection (cuda > vulkan > cpu, by what works here).
+
+A backend never sees the Session: it is made from a frozen `BackendConfig` and is handed
+`CompiledKernel`s, which carry their code, reflection and module chain. What the playground and
+the widgets may use beyond dispatch is stated here as capabilities, not found by poking at a
+backend's attributes.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Protocol
 
-if TYPE_CHECKING:
-    from ..session import CompiledKernel, Session
+from ..cache import DiskCache
+from ..compiled import CompiledKernel
+from ..errors import BackendUnavailable
 
-__all__ = ["Backend", "BackendUnavailable", "available_backends", "create_backend", "register_backend"]
+__all__ = ["Backend", "BackendConfig", "BackendUnavailable", "CAPABILITIES", "available_backends", "create_backend",
+           "register_backend"]
+
+# device_buffers: backend.buffer(array_or_shape, dtype) -> an object with .numpy()/.upload(), used in
+#   place by kernels; textures: backend.texture(array_or_shape, dtype, dims=2) -> likewise, for texture
+#   parameters (without it, textures are (H, W, C) numpy arrays); shared_arrays: backend.empty/zeros/
+#   shared(...) -> numpy arrays that kernels use without a copy.
+CAPABILITIES = frozenset({"device_buffers", "textures", "shared_arrays"})
 
 
-class BackendUnavailable(RuntimeError):
-    """This backend cannot run here (no driver, no GPU, missing package); the message says what to install."""
+@dataclass(frozen=True)
+class BackendConfig:
+    """What a backend is told about the session it serves, and nothing more."""
+
+    threads: int | None = None            # CPU: worker threads (None: every core)
+    checked: bool = False                 # report out-of-range buffer indices (BoundsError)
+    timeout: float | None = None          # seconds before a dispatch is stopped (KernelTimeout)
+    isolate: bool = True                  # CPU: kernels in a worker process (crash-safe)
+    include_paths: tuple[str, ...] = ()   # where `import playground;` and friends are found
+    cache: DiskCache = field(default_factory=DiskCache, compare=False)   # built kernels (CPU .so files)
 
 
 class Backend(Protocol):
-    name: str      # "cpu" | "vulkan" | "cuda"
-    target: str    # the Slang target it consumes: "cpp", "spirv", "cuda"
+    name: str                       # "cpu" | "vulkan" | "cuda"
+    target: str                     # the Slang target it consumes: "cpp", "spirv", "cuda"
+    capabilities: frozenset[str]    # a subset of CAPABILITIES
 
     def describe(self) -> str:
         """The device, e.g. "g++ 12.2, 2 threads" or "llvmpipe (software Vulkan)"."""
@@ -24,53 +48,60 @@ class Backend(Protocol):
     def compile_options(self, target: str) -> tuple[str, ...]:
         """Extra slangc options this backend needs for `target`."""
 
-    def dispatch(self, kernel: "CompiledKernel", groups: tuple[int, int, int], values: Mapping[str, Any]) -> None:
+    def dispatch(self, kernel: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any]) -> None:
         """Run `kernel` over `groups` thread groups; RW buffers are written back into the given arrays."""
+
+    def reset(self) -> None:
+        """Start afresh (a new worker or device) after a kernel left the backend in a bad state."""
 
     def close(self) -> None: ...
 
 
-_REGISTRY: dict[str, Callable[["Session"], Backend]] = {}
+Factory = Callable[[BackendConfig], Backend]
+_BUILTIN = ("cpu", "vulkan", "cuda")
 _AUTO_ORDER = ("cuda", "vulkan", "cpu")
+_registry: dict[str, Factory] = {}
 
 
-def register_backend(name: str, factory: Callable[["Session"], Backend]) -> None:
-    _REGISTRY[name] = factory
+def register_backend(name: str, factory: Factory) -> None:
+    """Add (or replace) a backend; the built-in ones stay available beside it."""
+    _registry[name] = factory
 
 
-def _load_builtin() -> None:
-    if _REGISTRY:
-        return
-    from . import cpu
+def _factory(name: str) -> Factory | None:
+    if name in _registry:
+        return _registry[name]
+    if name not in _BUILTIN:
+        return None
+    import importlib
 
-    register_backend("cpu", cpu.CpuBackend)
-    for mod in ("vulkan", "cuda"):
-        try:
-            module = __import__(f"{__name__}.{mod}", fromlist=["create"])
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{mod}":
-                raise
-            continue
-        register_backend(mod, module.create)
+    try:
+        module = importlib.import_module(f"{__name__}.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{__name__}.{name}":
+            raise
+        return None
+    factory: Factory = module.create
+    return factory
 
 
 def available_backends() -> list[str]:
-    _load_builtin()
-    return list(_REGISTRY)
+    return [*(n for n in _BUILTIN if n not in _registry), *_registry]
 
 
-def create_backend(name: str, session: "Session") -> Backend:
-    _load_builtin()
+def create_backend(name: str, config: BackendConfig) -> Backend:
     if name == "auto":
         reasons = []
         for candidate in _AUTO_ORDER:
-            if candidate not in _REGISTRY:
+            factory = _factory(candidate)
+            if factory is None:
                 continue
             try:
-                return _REGISTRY[candidate](session)
+                return factory(config)
             except BackendUnavailable as exc:
                 reasons.append(f"{candidate}: {exc}")
         raise BackendUnavailable("no backend works here:\n" + "\n".join(reasons))
-    if name not in _REGISTRY:
-        raise BackendUnavailable(f"unknown backend {name!r}; available: {', '.join(_REGISTRY)}")
-    return _REGISTRY[name](session)
+    factory = _factory(name)
+    if factory is None:
+        raise BackendUnavailable(f"unknown backend {name!r}; available: {', '.join(available_backends())}")
+    return factory(config)

@@ -14,6 +14,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..compiler.reflection import ParamInfo, TypeInfo
+from ..errors import ParameterError
 
 __all__ = [
     "ParameterError",
@@ -33,10 +34,6 @@ _SCALAR_DTYPES = {
     "float16": np.dtype(np.float16), "float32": np.dtype(np.float32), "float64": np.dtype(np.float64),
     "intptr": np.dtype(np.intp), "uintptr": np.dtype(np.uintp),
 }
-
-
-class ParameterError(TypeError):
-    """A value given for a kernel parameter does not fit its Slang type."""
 
 
 def _scalar(t: TypeInfo) -> np.dtype:

@@ -12,7 +12,7 @@ __all__ = ["wait_polled"]
 
 def wait_polled(finished: Callable[[], bool], entry: str, timeout: float | None, device: str, api: str) -> None:
     """Poll `finished()` (which may raise the device's error) with a backoff of 0.1 to 10 ms."""
-    from ..kernels import KernelInterrupted, KernelTimeout
+    from ..errors import KernelInterrupted, KernelTimeout
 
     t0, pause = time.perf_counter(), 0.0
     try:

@@ -14,18 +14,18 @@ import ctypes
 import struct
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
 from ..compiler.reflection import TypeInfo
-from . import BackendUnavailable
+from . import BackendConfig
+from ..compiled import CompiledKernel
+from ..errors import BackendUnavailable
 from ._packing import Packer, ParameterError, buffer_array, element_dtype, fast_writer
 from ._wait import wait_polled
 from .cpu import _body
 
-if TYPE_CHECKING:
-    from ..session import CompiledKernel, Session
 
 __all__ = ["CudaBackend", "create"]
 
@@ -33,8 +33,8 @@ NVRTC_OPTIONS = ("--std=c++17", "-default-device", "-lineinfo")
 CHECKED_PRELUDE = Path(__file__).with_name("cuda_prelude.h")
 
 
-def create(session: "Session") -> "CudaBackend":
-    return CudaBackend(session)
+def create(config: BackendConfig) -> "CudaBackend":
+    return CudaBackend(config)
 
 
 def _on_device(value: Any) -> Any | None:
@@ -53,10 +53,11 @@ def _on_device(value: Any) -> Any | None:
 
 
 class CudaBackend:
+    capabilities: frozenset[str] = frozenset()   # CuPy arrays are device-resident already
     name = "cuda"
     target = "cuda"
 
-    def __init__(self, session: "Session") -> None:
+    def __init__(self, config: BackendConfig | None = None) -> None:
         try:
             import cupy
         except ImportError as exc:
@@ -70,7 +71,7 @@ class CudaBackend:
         if count == 0:
             raise BackendUnavailable("no CUDA device")
         self.cupy = cupy
-        self.session = session
+        self.config = config or BackendConfig()
         self.device = cupy.cuda.Device()
         props = cupy.cuda.runtime.getDeviceProperties(self.device.id)
         self._name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
@@ -88,9 +89,9 @@ class CudaBackend:
 
     @property
     def checked(self) -> bool:
-        return bool(getattr(self.session, "checked", False))
+        return self.config.checked
 
-    def load(self, kernel: "CompiledKernel") -> tuple[Any, Any]:
+    def load(self, kernel: CompiledKernel) -> tuple[Any, Any]:
         key = f"{kernel.key}/checked" if self.checked else kernel.key
         with self._lock:
             hit = self._modules.get(key)
@@ -149,7 +150,7 @@ class CudaBackend:
             raise ParameterError(f"parameter `{name}` ({t.name}): trailing shape must be {shape}; got {dev.shape}")
         return int(dev.size // max(1, int(np.prod(shape))))
 
-    def _plan(self, kernel: "CompiledKernel") -> "_Plan":
+    def _plan(self, kernel: CompiledKernel) -> "_Plan":
         key = (kernel.key, self.checked)
         plan = self._plans.get(key)
         if plan is None:
@@ -157,13 +158,13 @@ class CudaBackend:
             plan = self._plans[key] = _Plan(kernel, self.cupy, mod, fn, self.checked)
         return plan
 
-    def dispatch(self, kernel: "CompiledKernel", groups: tuple[int, int, int], values: Mapping[str, Any]) -> None:
+    def dispatch(self, kernel: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any]) -> None:
         try:
             self._dispatch(kernel, groups, values)
         except (self.cupy.cuda.driver.CUDADriverError, self.cupy.cuda.runtime.CUDARuntimeError) as exc:
             raise _device_lost(kernel.entry, exc) from exc
 
-    def _dispatch(self, kernel: "CompiledKernel", groups: tuple[int, int, int], values: Mapping[str, Any]) -> None:
+    def _dispatch(self, kernel: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any]) -> None:
         plan = self._plans.get((kernel.key, self.checked)) or self._plan(kernel)
         if plan.report is not None:
             self._last_pointers.clear()
@@ -185,7 +186,7 @@ class CudaBackend:
             if plan.report is not None:
                 plan.report.memset_async(0, 32, stream)
             self._launch(plan.fn_ptr, *groups, *plan.block, 0, stream.ptr, plan.params_ptr, 0)
-        timeout = getattr(self.session, "timeout", None)
+        timeout = self.config.timeout
         if timeout is not None:  # (a plain synchronize reports a faulting kernel at once; polling is the opt-in)
             self._wait(stream, kernel.entry, timeout)
         if plan.report is not None:
@@ -202,10 +203,10 @@ class CudaBackend:
         query = self.cupy.cuda.runtime.eventQuery  # raises on a failed kernel; 0 when done
         wait_polled(lambda: query(done.ptr) == 0, entry, timeout, self._name, "CUDA")
 
-    def _check_bounds(self, plan: "_Plan", kernel: "CompiledKernel", values: Mapping[str, Any], stream: Any,
+    def _check_bounds(self, plan: "_Plan", kernel: CompiledKernel, values: Mapping[str, Any], stream: Any,
                       packer: Packer | None) -> None:
         """Checked sessions: read the device's report of the first out-of-range index, name its buffer."""
-        from ..kernels import BoundsError
+        from ..errors import BoundsError
 
         report = np.zeros(4, np.uint64)
         stream.synchronize()
@@ -220,11 +221,15 @@ class CudaBackend:
                 pointers[int(dev.data.ptr)] = name
         raise BoundsError(kernel.entry, count, index, size, pointers.get(data) or ("a local array" if not data else None))
 
-    def _upload_globals(self, plan: "_Plan", kernel: "CompiledKernel", values: Mapping[str, Any],
+    def _upload_globals(self, plan: "_Plan", kernel: CompiledKernel, values: Mapping[str, Any],
                         packer: Packer) -> None:
         glob = packer.pack_struct(plan.globals, kernel.reflection.globals_size, values, "")
         host = np.frombuffer(bytes(glob), np.uint8)
         plan.module.get_global("SLANG_globalParams").copy_from_host(host.ctypes.data, host.nbytes)
+
+    def reset(self) -> None:
+        """Drop the loaded modules (a CUDA context that a sticky error broke cannot be reset in-process)."""
+        self.close()
 
     def close(self) -> None:
         self._modules.clear()
@@ -238,7 +243,7 @@ _STICKY = ("illegaladdress", "invalidaddressspace", "launchfail", "illegalinstru
 
 def _device_lost(entry: str, exc: Exception) -> Exception:
     """A CUDA error while running `entry`: sticky ones break the context for good, so say what to do."""
-    from ..kernels import DeviceLost
+    from ..errors import DeviceLost
 
     text = str(exc)
     flat = text.replace("_", "").lower()
@@ -255,7 +260,7 @@ class _Plan:
     """Per-kernel fast encoders for the common argument kinds (scalars, CuPy arrays as buffers), so
     a launch costs little more than CuPy's own; anything else takes the general packer."""
 
-    def __init__(self, kernel: "CompiledKernel", cupy: Any, module: Any, fn: Any, checked: bool = False) -> None:
+    def __init__(self, kernel: CompiledKernel, cupy: Any, module: Any, fn: Any, checked: bool = False) -> None:
         self.entry = kernel.entry_point
         self.module, self.fn_ptr = module, fn.ptr
         self.block = self.entry.numthreads

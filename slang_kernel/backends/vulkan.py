@@ -23,17 +23,17 @@ from __future__ import annotations
 import re
 import sys
 import threading
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
 from ..compiler.reflection import TypeInfo
-from . import BackendUnavailable
+from . import BackendConfig
+from ..compiled import CompiledKernel, ModuleSource
+from ..errors import BackendUnavailable, VulkanCompileError
 from ._packing import ParameterError, _describe, buffer_array, element_dtype, numpy_dtype
 from ._wait import wait_polled
 
-if TYPE_CHECKING:
-    from ..session import CompiledKernel, Session
 
 __all__ = ["VulkanBackend", "VulkanBuffer", "VulkanCompileError", "VulkanTexture", "create"]
 
@@ -44,12 +44,8 @@ INSTALL_HINT = (
     "with an NVIDIA GPU the NVIDIA driver's Vulkan ICD. Check with `vulkaninfo --summary` (vulkan-tools)")
 
 
-class VulkanCompileError(RuntimeError):
-    """sgl (slangpy) could not compile or link a kernel that our compiler accepted."""
-
-
-def create(session: "Session") -> "VulkanBackend":
-    return VulkanBackend(session)
+def create(config: BackendConfig) -> "VulkanBackend":
+    return VulkanBackend(config)
 
 
 # -- printf -> sgl print --------------------------------------------------------------------------
@@ -94,6 +90,16 @@ def _rewrite_printf(source: str) -> str:
 
 def _uses_printf(source: str) -> bool:
     return _PRINTF.search(source) is not None
+
+
+def _split_head(source: str) -> tuple[str, str, str]:
+    """A module source's head (its #define lines and the one line of imports), the newline, the text."""
+    lines = source.split("\n")
+    i = 0
+    while i < len(lines) and lines[i].startswith("#define "):
+        i += 1
+    head = "\n".join(lines[: i + 1])
+    return head, "\n", "\n".join(lines[i + 1:])
 
 
 # -- formats --------------------------------------------------------------------------------------
@@ -240,35 +246,46 @@ class VulkanBackend:
     name = "vulkan"
     target = "spirv"
 
-    def __init__(self, session: "Session") -> None:
+    capabilities = frozenset({"device_buffers", "textures"})
+
+    def __init__(self, config: BackendConfig | None = None) -> None:
         try:
             import slangpy as spy
         except ImportError as exc:  # pragma: no cover - slangpy is a dependency
             raise BackendUnavailable(f"slangpy is not installed ({exc}): pip install slangpy==0.43.1") from None
         self.spy = spy
-        self.session = session
+        self.config = config or BackendConfig()
+        self._lock = threading.RLock()
+        self._open()
+
+    def _open(self) -> None:
+        spy = self.spy
         # slangpy's shader folder on the include path, as slangpy.create_device does, so slangpy's
-        # functional API (spy.Module) works on this same device
+        # functional API (spy.Module) works on this same device; then ours (`import playground;`).
+        # Defines are not set here: each module's source carries its own (CompiledKernel.chain).
         from pathlib import Path
 
-        opts: dict[str, Any] = {"include_paths": [str(Path(spy.__file__).parent / "slang")]}
-        if session.defines:
-            opts["defines"] = {str(k): str(v) for k, v in session.defines.items()}
+        paths = [str(Path(spy.__file__).parent / "slang"), *self.config.include_paths]
         try:
             self.device = spy.Device(
                 type=spy.DeviceType.vulkan, enable_print=True, enable_hot_reload=False,
-                compiler_options=spy.SlangCompilerOptions(opts))
+                compiler_options=spy.SlangCompilerOptions({"include_paths": paths}))
         except RuntimeError as exc:
             raise BackendUnavailable(f"no Vulkan device ({str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}): "
                                      + INSTALL_HINT) from None
         self.adapter = self.device.info.adapter_name
-        self._modules: dict[str, Any] = {}        # hashed module name -> sgl SlangModule
+        self._modules: dict[str, Any] = {}        # content-named module -> sgl SlangModule
         self._kernels: dict[str, tuple[Any, bool]] = {}   # CompiledKernel.key -> (sgl ComputeKernel, uses printf)
         self._samplers: dict[Any, Any] = {}
         self._pool: dict[int, list[Any]] = {}            # size -> free staging buffers
         self._prepared: dict[str, _Prepared] = {}        # CompiledKernel.key -> root object + cursors
         self._by_ref = frozenset((spy.Buffer, spy.Texture, spy.Sampler))   # bound by reference: same object, same binding
-        self._lock = threading.RLock()
+
+    def reset(self) -> None:
+        """A new device: buffers and textures made by the old one can no longer be used."""
+        with self._lock:
+            self.close()
+            self._open()
 
     def describe(self) -> str:
         soft = "llvmpipe" in self.adapter.lower() or "lavapipe" in self.adapter.lower()
@@ -323,59 +340,26 @@ class VulkanBackend:
 
     # -- compile ----------------------------------------------------------------------------------
 
-    def load(self, kernel: "CompiledKernel") -> tuple[Any, bool]:
-        """The sgl compute kernel of this kernel revision (cells loaded as hashed source modules)."""
+    def load(self, kernel: CompiledKernel) -> tuple[Any, bool]:
+        """The sgl compute kernel of this kernel revision: its module chain loaded as sources, each
+        under its content name (an unchanged module is never reloaded)."""
         hit = self._kernels.get(kernel.key)
         if hit is not None:
             return hit
+        if not kernel.chain:
+            raise VulkanCompileError(f"{kernel.entry}: the compiled kernel carries no module sources "
+                                     "(it was not compiled for a source-compiling backend)")
         with self._lock:
             hit = self._kernels.get(kernel.key)
             if hit is not None:
                 return hit
-            session = self.session
             modules, printf = [], False
-            cell = session._cells.get(kernel.cell)
-            if cell is not None and kernel.entry in cell.entry_points and (
-                    not getattr(kernel, "source", "") or kernel.source.endswith(cell.source)):
-                for c in self._chain(cell):
-                    mod, uses = self._module(c)
-                    modules.append(mod)
-                    printf = printf or uses
-            elif getattr(kernel, "source", ""):
-                # generated source (e.g. a SlangFunction's call wrapper): its cells, then the source
-                # with `import <cell module>;` rewritten to the hashed names
-                renames = {}
-                for n in kernel.deps:
-                    c = session.cell(n)
-                    mod, uses = self._module(c)
-                    modules.append(mod)
-                    printf = printf or uses
-                    renames[c.module] = self._hashed(c)
-                head, sep, body = kernel.source.partition("\n")
-                head = re.sub(r"\bimport\s+(\w+)\s*;", lambda m: f"import {renames.get(m.group(1), m.group(1))};", head)
-                uses = _uses_printf(body)
-                if uses:
-                    head += " import sgl.device.print;"
-                    body = _rewrite_printf(body)
-                from ..cache import digest
-
-                name = f"{kernel.module or 'sk_gen'}_{digest(head, body)[:16]}"
-                mod = self._modules.get(name)
-                if mod is None:
-                    try:
-                        mod = self.device.slang_session.load_module_from_source(name, head + sep + body,
-                                                                                path=f"{kernel.cell}@{name[-8:]}")
-                    except Exception as exc:
-                        raise VulkanCompileError(f"slangpy could not load {kernel.cell} for Vulkan:\n{exc}") from None
-                    self._modules[name] = mod
+            for m in kernel.chain:
+                mod, uses = self._module(m)
                 modules.append(mod)
                 printf = printf or uses
-            else:
-                raise VulkanCompileError(f"{kernel.entry}: {kernel.cell!r} is not a cell of this session and "
-                                         "the compiled kernel carries no source")
-            spy_session = self.device.slang_session
             try:
-                program = spy_session.link_program(modules, [modules[-1].entry_point(kernel.entry)])
+                program = self.device.slang_session.link_program(modules, [modules[-1].entry_point(kernel.entry)])
                 sk = self.device.create_compute_kernel(program)
             except Exception as exc:
                 raise VulkanCompileError(f"slangpy could not build {kernel.entry} ({kernel.cell}) for Vulkan:\n{exc}") from None
@@ -383,42 +367,24 @@ class VulkanBackend:
             self._kernels[kernel.key] = hit
             return hit
 
-    def _chain(self, cell: Any) -> list[Any]:
-        """The cells `cell` imports, transitively, in session order, then `cell` itself."""
-        session = self.session
-        order = {n: i for i, n in enumerate(session.cells)}
-        seen: dict[str, Any] = {}
-        stack = [session.cell(n) for n in cell.imports]
-        while stack:
-            c = stack.pop()
-            if c.name in seen:
-                continue
-            seen[c.name] = c
-            stack.extend(session.cell(n) for n in c.imports if n in order)
-        return [*sorted(seen.values(), key=lambda c: order.get(c.name, -1)), cell]
-
-    def _hashed(self, cell: Any) -> str:
-        return f"{cell.module}_{cell.digest[:16]}"
-
-    def _module(self, cell: Any) -> tuple[Any, bool]:
-        name = self._hashed(cell)
-        uses = _uses_printf(cell.source)
-        mod = self._modules.get(name)
+    def _module(self, m: ModuleSource) -> tuple[Any, bool]:
+        head, sep, body = _split_head(m.source)
+        uses = _uses_printf(body)
+        mod = self._modules.get(m.name)
         if mod is None:
-            prefix = "".join(f"import {self._hashed(self.session.cell(n))}; " for n in cell.imports)
-            if uses:
-                prefix += "import sgl.device.print; "
-            source = prefix + "\n" + (_rewrite_printf(cell.source) if uses else cell.source)
+            source = m.source
+            if uses:  # sgl's print instead of printf, in sgl's copy only
+                source = head + "import sgl.device.print; " + sep + _rewrite_printf(body)
             try:
-                mod = self.device.slang_session.load_module_from_source(name, source, path=f"{cell.name}@{cell.digest[:8]}")
+                mod = self.device.slang_session.load_module_from_source(m.name, source, path=m.path)
             except Exception as exc:
-                raise VulkanCompileError(f"slangpy could not load {cell.name} for Vulkan:\n{exc}") from None
-            self._modules[name] = mod
+                raise VulkanCompileError(f"slangpy could not load {m.cell} for Vulkan:\n{exc}") from None
+            self._modules[m.name] = mod
         return mod, uses
 
     # -- dispatch ---------------------------------------------------------------------------------
 
-    def _prepare(self, kernel: "CompiledKernel") -> "_Prepared":
+    def _prepare(self, kernel: CompiledKernel) -> "_Prepared":
         """Per kernel revision: the sgl kernel, one persistent root shader object and a cursor per
         parameter (looked up once, not by name at every call)."""
         with self._lock:
@@ -439,7 +405,7 @@ class VulkanBackend:
             self._prepared[kernel.key] = pk
             return pk
 
-    def dispatch(self, kernel: "CompiledKernel", groups: tuple[int, int, int], values: Mapping[str, Any]) -> None:
+    def dispatch(self, kernel: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any]) -> None:
         # The hot path. Parameters are written into a root shader object kept per kernel revision,
         # through cursors looked up once; a parameter whose value is the same as at the previous
         # dispatch (the same device buffer / texture / sampler, an equal scalar) is not written again.
@@ -507,7 +473,7 @@ class VulkanBackend:
                     cpass.bind_pipeline(pk.sk.pipeline, pk.root)
                     cpass.dispatch_compute(groups)
                 submit = self.device.submit_command_buffer(encoder.finish())
-            timeout = getattr(self.session, "timeout", None)
+            timeout = self.config.timeout
             if timeout is not None or (binder is not None and binder.writeback):
                 self._wait(submit, kernel.entry, timeout)
             if binder is not None:

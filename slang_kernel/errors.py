@@ -1,0 +1,93 @@
+"""Every exception the engine raises at run time, in one module that imports nothing of ours.
+
+Compile errors belong to the compiler (`compiler.diagnostics`: SlangCompileError, SlangCompilerCrash);
+everything a dispatch, a parameter or a device can go wrong with is here, so backends, kernels and
+front ends share one definition without importing each other.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+__all__ = [
+    "BackendUnavailable",
+    "BoundsError",
+    "DeviceLost",
+    "KernelCrash",
+    "KernelInterrupted",
+    "KernelTimeout",
+    "OutOfRangeWarning",
+    "ParameterError",
+    "PlaygroundError",
+    "UnsupportedOnCpu",
+    "VulkanCompileError",
+]
+
+
+class BackendUnavailable(RuntimeError):
+    """This backend cannot run here (no driver, no GPU, missing package); the message says what to install."""
+
+
+class ParameterError(TypeError):
+    """A value given for a kernel parameter does not fit its Slang type."""
+
+
+class BoundsError(IndexError):
+    """A checked kernel indexed a buffer out of range (Session(checked=True))."""
+
+    def __init__(self, kernel: str, count: int, index: int, size: int, buffer: str | None = None) -> None:
+        what = f"`{buffer}`" if buffer and not buffer.startswith("a ") else (buffer or "a buffer")
+        super().__init__(
+            f"{kernel}: {count} out-of-range access(es); the first read or wrote index {index} of {what} "
+            f"({size} elements). Out-of-range writes were dropped and reads gave 0; in-range results were "
+            "written back.")
+        self.kernel, self.count, self.index, self.size, self.buffer = kernel, count, index, size, buffer
+
+
+class OutOfRangeWarning(RuntimeWarning):
+    """A kernel indexed a buffer out of range; the accesses were made harmless (GPU semantics).
+    Shown every time (not once per place, as Python does for other warnings)."""
+
+
+warnings.simplefilter("always", OutOfRangeWarning)
+
+
+class KernelCrash(RuntimeError):
+    """A kernel crashed its worker process (SIGSEGV, SIGABRT, stack overflow); the worker was
+    restarted and the session is intact."""
+
+    def __init__(self, message: str, kernel: str = "", signal: str = "") -> None:
+        super().__init__(message)
+        self.kernel, self.signal = kernel, signal
+
+
+class DeviceLost(RuntimeError):
+    """The GPU context is unusable (e.g. CUDA_ERROR_ILLEGAL_ADDRESS is sticky): says what to do."""
+
+
+class KernelTimeout(TimeoutError):
+    """A kernel ran past Session(timeout=...); it was stopped (the CPU worker restarted)."""
+
+    def __init__(self, message: str, kernel: str = "", elapsed: float = 0.0) -> None:
+        super().__init__(message)
+        self.kernel, self.elapsed = kernel, elapsed
+
+
+class KernelInterrupted(KeyboardInterrupt):
+    """Ctrl-C / the notebook's stop button during a dispatch; the CPU worker was restarted."""
+
+    def __init__(self, message: str, kernel: str = "", elapsed: float = 0.0) -> None:
+        super().__init__(message)
+        self.kernel, self.elapsed = kernel, elapsed
+
+
+class UnsupportedOnCpu(NotImplementedError):
+    """The kernel uses something Slang's CPU target cannot run."""
+
+
+class VulkanCompileError(RuntimeError):
+    """sgl (slangpy) could not compile or link a kernel that our compiler accepted."""
+
+
+class PlaygroundError(RuntimeError):
+    """A playground cell cannot run here (missing resource attribute, unreadable URL, ...)."""

@@ -1,0 +1,234 @@
+"""The session's model: revisions and digests, one compile path, defines on every backend, only what a
+kernel reaches, and an import graph without cycles (backends never import the session)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import slang_kernel as sk
+from slang_kernel.backends import BackendConfig, available_backends, create_backend, register_backend
+from slang_kernel.backends.cpu import CpuBackend
+
+ROOT = Path(__file__).resolve().parents[1]
+
+USES_N = """
+[shader("compute")][numthreads(4, 1, 1)]
+void fill_n(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<int> o) { o[t.x] = N; }
+"""
+
+
+def test_cell_defines_reach_every_backend(session: sk.Session) -> None:
+    s = session
+    s.run_cell(USES_N, name="fill", defines={"N": "3"})
+    o = np.zeros(4, np.int32)
+    s.kernel("fill_n")(threads=4, o=o)
+    assert o.tolist() == [3] * 4
+    s.run_cell(USES_N, name="fill", defines={"N": "7"})   # the same text, another define: a new revision
+    s.kernel("fill_n")(threads=4, o=o)
+    assert o.tolist() == [7] * 4
+
+
+def test_set_define_rechecks_the_cells_that_mention_it(session: sk.Session) -> None:
+    s = session
+    s.set_define("N_SET", "3")
+    s.run_cell(USES_N.replace("N;", "N_SET;").replace("fill_n", "fill_set"), name="fill_set")
+    s.run_cell("float unrelated(float x) { return x; }", name="other")
+    k = s.kernel("fill_set")
+    o = np.zeros(4, np.int32)
+    k(threads=4, o=o)
+    assert o.tolist() == [3] * 4
+    other = s.digest("other")
+    s.set_define("N_SET", "5")
+    assert s.digest("other") == other     # a define it never mentions does not make a new revision
+    k(threads=4, o=o)                     # the bound kernel follows its cell
+    assert o.tolist() == [5] * 4
+
+
+def test_unrelated_cell_keeps_compiled_kernels_current(cpu_session: sk.Session) -> None:
+    s = cpu_session
+    s.run_cell("float twice(float x) { return 2 * x; }", name="a")
+    s.run_cell("""
+[shader("compute")][numthreads(8, 1, 1)]
+void dbl(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o) { o[t.x] = twice(o[t.x]); }""", name="b")
+    ck = s.compile_entry("dbl")
+    assert dict(ck.digests) == {"a": s.digest("a"), "b": s.digest("b")}
+    s.run_cell("float unrelated(float x) { return x; }", name="c")
+    assert s.is_current(ck) and s.compile_entry("dbl") is ck
+    s.run_cell("float twice(float x) { return 3 * x; }", name="a")   # a cell it uses: no longer current
+    assert not s.is_current(ck)
+    o = np.ones(8, np.float32)
+    s.kernel("dbl")(threads=8, o=o)
+    assert o.tolist() == [3.0] * 8
+
+
+def test_failed_run_keeps_the_last_good_revision(cpu_session: sk.Session) -> None:
+    s = cpu_session
+    s.run_cell("float g(float x) { return x + 1; }", name="g")
+    good = s.digest("g")
+    with pytest.raises(sk.SlangCompileError):
+        s.run_cell("float g(float x) { return x + ; }", name="g")
+    assert s.digest("g") == good
+    failure = s.failure("g")
+    assert failure is not None and failure.diagnostics[0].cell == "g"
+    s.run_cell("float g(float x) { return x + 2; }", name="g")
+    assert s.failure("g") is None and s.digest("g") != good
+
+
+def test_extension_cells_only_when_their_type_is_used(cpu_session: sk.Session) -> None:
+    s = cpu_session
+    s.run_cell("struct P { float x; };", name="p")
+    s.run_cell("extension P { float twice() { return 2 * x; } }", name="ext")
+    s.run_cell("extension float { float halved() { return this / 2; } }", name="ext_float")
+    r = s.run_cell("""
+[shader("compute")][numthreads(4, 1, 1)]
+void plain(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o) { o[t.x] = t.x; }""", name="plain")
+    assert s.cell(r.name).imports == ()
+    r = s.run_cell("""
+[shader("compute")][numthreads(4, 1, 1)]
+void uses(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o) {
+    P p = { o[t.x] }; float h = o[t.x]; o[t.x] = p.twice() + h.halved(); }""", name="uses")
+    assert set(s.cell(r.name).imports) == {"p", "ext", "ext_float"}
+    o = np.full(4, 4.0, np.float32)
+    s.kernel("uses")(threads=4, o=o)
+    assert o.tolist() == [10.0] * 4
+
+
+def test_playground_cell_ir_and_gradients(cpu_session: sk.Session) -> None:
+    s = cpu_session
+    s.run_cell("""import playground;
+[Differentiable] float bump(float x) { return x * x; }
+[playground::ZEROS(4)] RWStructuredBuffer<float> outputBuffer;
+[shader("compute")][numthreads(4, 1, 1)][playground::CALL(4, 1, 1)]
+void computeMain(uint3 t: SV_DispatchThreadID) { outputBuffer[t.x] = bump(t.x); }""", name="pg")
+    assert "bump" in s.ir("pg")
+    from slang_kernel.gradients import ir_views
+
+    views = ir_views(s, "bump")
+    assert views.views["module"] and any("AFTER" in k for k in views.views), views.notes
+
+
+def test_one_builder_for_every_request(cpu_session: sk.Session) -> None:
+    s = cpu_session
+    s.run_cell("float h(float x) { return N * x; }", name="h", defines={"N": "2"})
+    req = s.request("compile", cell="h", target="cpp")
+    assert ("N", "2") in req.defines and "-I" in req.options
+    assert req.digests == (("h", s.digest("h")),)
+    gen = s.request("compile", source="float k2(float x) { return h(x); }", target="cpp")
+    assert gen.deps[0][1] == "h" and gen.chain[-1].source.endswith("float k2(float x) { return h(x); }")
+
+
+def test_register_backend_keeps_the_builtins() -> None:
+    made: list[BackendConfig] = []
+
+    def factory(config: BackendConfig) -> CpuBackend:
+        made.append(config)
+        return CpuBackend(config)
+
+    register_backend("mine", factory)
+    assert {"cpu", "vulkan", "cuda", "mine"} <= set(available_backends())
+    b = create_backend("cpu", BackendConfig(isolate=False))
+    b.close()
+    with sk.Session(backend="mine", threads=1) as s:
+        assert made and made[0].threads == 1 and s.backend.name == "cpu"
+
+
+def test_messy_session_ends_with_an_independent_kernel_that_runs() -> None:
+    """Many assorted cells, errors and extensions and odd globals among them, then a kernel that uses
+    only its own buffer: it imports nothing and binds only its own parameter."""
+    with sk.Session(backend="cpu") as s:
+        odd = [
+            "extension float { float sq() { return this * this; } }",
+            "struct Q { float a; }; extension Q { float b() { return a; } }",
+            "RWTexture2D<float4> someTexture;",
+            "ParameterBlock<Q> block;",
+            "SamplerState smp;",
+            "groupshared float scratch[64];",
+            "float broken(float x) { return x +; }",
+            "interface IThing { float get(); }",
+            "ConstantBuffer<Q> cb;",
+            "static const int K = 3;",
+        ]
+        for i in range(120):
+            try:
+                s.run_cell(odd[i % len(odd)].replace("Q", f"Q{i}").replace("someTexture", f"tex{i}")
+                           .replace("block", f"block{i}").replace("smp", f"smp{i}").replace("scratch", f"sc{i}")
+                           .replace("IThing", f"IThing{i}").replace("cb;", f"cb{i};").replace(" K ", f" K{i} "),
+                           name=f"c{i}")
+            except sk.SlangCompileError:
+                pass
+        r = s.run_cell("""
+[shader("compute")][numthreads(8, 1, 1)]
+void alone(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o) { o[t.x] = t.x * 2; }""")
+        assert s.cell(r.name).imports == ()
+        o = np.zeros(8, np.float32)
+        s.kernel("alone")(threads=8, o=o)
+        assert o.tolist() == [i * 2.0 for i in range(8)]
+
+
+def _imports(path: Path, package: str) -> set[str]:
+    """Modules of ours that `path` imports (at any level, TYPE_CHECKING included)."""
+    tree = ast.parse(path.read_text())
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = package.split(".")
+            base = base[: len(base) - node.level + 1]
+            mod = ".".join(base + ([node.module] if node.module else []))
+            if node.module:
+                out.add(mod)
+            out.update(f"{mod}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("slang_kernel"):
+            out.add(node.module or "")
+    return out
+
+
+def _graph() -> dict[str, set[str]]:
+    dirs = {"slang_kernel": ROOT / "slang_kernel", "slang_kernel.magics": ROOT / "magics",
+            "slang_kernel.widgets": ROOT / "widgets"}
+    modules: dict[str, Path] = {}
+    for pkg, d in dirs.items():
+        for f in d.rglob("*.py"):
+            rel = f.relative_to(d).with_suffix("")
+            parts = [p for p in rel.parts if p != "__init__"]
+            name = ".".join([pkg, *parts])
+            modules[name] = f
+    graph: dict[str, set[str]] = {}
+    for name, f in modules.items():
+        package = name if f.name == "__init__.py" else name.rpartition(".")[0]
+        ancestors = {name.rsplit(".", i)[0] for i in range(1, name.count(".") + 1)}
+        graph[name] = {m for m in _imports(f, package) if m in modules and m != name and m not in ancestors}
+    return graph
+
+
+def test_no_backend_imports_the_session() -> None:
+    graph = _graph()
+    for name, deps in graph.items():
+        if name.startswith("slang_kernel.backends"):
+            assert not {d for d in deps if d in ("slang_kernel.session", "slang_kernel.kernels",
+                                                 "slang_kernel.autodiff", "slang_kernel.playground")}, name
+
+
+def test_no_import_cycles() -> None:
+    graph = _graph()
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(n: str) -> None:
+        state[n] = 1
+        stack.append(n)
+        for d in sorted(graph[n]):
+            if state.get(d) == 1:
+                cycle = stack[stack.index(d):] + [d]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if d not in state:
+                visit(d)
+        stack.pop()
+        state[n] = 2
+
+    for n in sorted(graph):
+        if n not in state:
+            visit(n)
