@@ -18,7 +18,7 @@ from typing import Iterable, Sequence
 from .compiler.diagnostics import Diagnostic
 from .compiler.reflection import DeclInfo
 
-__all__ = ["Cell", "identifiers", "import_prefix", "module_name_for", "resolve_imports"]
+__all__ = ["Cell", "identifiers", "import_prefix", "interface_text", "module_name_for", "resolve_imports"]
 
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _STRINGS = re.compile(r'"(?:\\.|[^"\\])*"')
@@ -33,6 +33,43 @@ def identifiers(source: str) -> frozenset[str]:
     """Identifiers a source mentions, outside comments and strings."""
     text = _STRINGS.sub('""', _COMMENTS.sub(" ", source))
     return frozenset(_IDENT.findall(text))
+
+
+_SIGNATURE_TAIL = re.compile(r"\)\s*(?::\s*\w+\s*)?(?:throws\s+\w+\s*)?$")
+
+
+def interface_text(source: str) -> str:
+    """What other cells can see of a cell: its text without comments and without the bodies of its
+    top-level functions. Cells that import it need re-checking only when this changes; a body edit
+    reaches them at link time (their blobs refer to its functions by name; generics and derivatives
+    are specialised when a kernel is linked)."""
+    text = _COMMENTS.sub(" ", source)
+    out, depth, i, start = [], 0, 0, 0
+    while i < len(text):
+        ch = text[i]
+        if ch == '"':
+            m = _STRINGS.match(text, i)
+            i = m.end() if m else i + 1
+            continue
+        if ch == "{":
+            if depth == 0 and _SIGNATURE_TAIL.search(text, start, i):
+                out.append(text[start:i] + "{}")
+                depth, i = 1, i + 1
+                while i < len(text) and depth:
+                    m = _STRINGS.match(text, i) if text[i] == '"' else None
+                    if m:
+                        i = m.end()
+                        continue
+                    depth += {"{": 1, "}": -1}.get(text[i], 0)
+                    i += 1
+                start = i
+                continue
+            depth += 1
+        elif ch == "}":
+            depth = max(0, depth - 1)
+        i += 1
+    out.append(text[start:])
+    return " ".join("".join(out).split())
 
 
 def module_name_for(cell_name: str, taken: Iterable[str] = ()) -> str:
@@ -56,7 +93,7 @@ class Cell:
     module: str                    # Slang module name, e.g. "In_3"
     source: str                    # exactly what the user wrote
     imports: tuple[str, ...]       # names of the cells it imports (directly)
-    digest: str = ""               # content hash of this revision: source, options, defines, imports' digests
+    digest: str = ""               # content hash of this revision: source, options, defines, imports' interfaces
     blob: bytes = b""              # serialized IR
     decls: tuple[DeclInfo, ...] = ()
     entry_points: tuple[str, ...] = ()
@@ -67,6 +104,7 @@ class Cell:
     defines: tuple[tuple[str, str], ...] = ()   # preprocessor defines of this revision, sorted
     options: tuple[str, ...] = ()               # extra compiler options of this revision
     own_defines: tuple[tuple[str, str], ...] = ()  # the defines given with this cell (run_cell(defines=))
+    interface: str = ""            # digest of what importers see (interface_text, defines, imports' interfaces)
 
     @property
     def ok(self) -> bool:

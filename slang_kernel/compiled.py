@@ -64,12 +64,13 @@ class CompileRequest:
     blobs: Mapping[str, bytes] = field(default_factory=dict, compare=False, hash=False, repr=False)
     digests: tuple[tuple[str, str], ...] = ()  # (cell, digest) of every cell this depends on
     chain: tuple[ModuleSource, ...] = field(default=(), compare=False, repr=False)
+    dep_keys: tuple[str, ...] = ()             # what of the deps the result depends on (key); digests if empty
 
     @functools.cached_property
     def key(self) -> str:
         return digest(self.op, self.fingerprint, self.target, self.what, self.module, self.source,
                       *self.entries, str(self.reflect), *self.options, "|", *self.target_options,
-                      *(f"{k}={v}" for k, v in self.defines), *(d for _, _, d in self.deps))
+                      *(f"{k}={v}" for k, v in self.defines), *(self.dep_keys or (d for _, _, d in self.deps)))
 
     def retarget(self, target: str, target_options: tuple[str, ...] = ()) -> "CompileRequest":
         """The same request for another target (e.g. C++, to see which globals a kernel uses)."""

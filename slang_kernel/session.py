@@ -1,8 +1,9 @@
 """Session: cells -> revisions, dependency tracking, one compile path, caches, lookup of kernels/functions.
 
 The model every other part builds on (DESIGN.md, "The model at the centre"): each cell revision is a
-frozen `Cell` whose digest covers its source, its options and defines and the digests of the cells
-it imports. Everything derived from cells (CompiledKernel, and through it ComputeKernel,
+frozen `Cell` whose digest covers its source, its options and defines and the interfaces of the cells
+it imports (a body edit of an imported cell does not make a new revision of its users: their blobs
+link the new body; kernels record the full digests of every cell in their chain). Everything derived from cells (CompiledKernel, and through it ComputeKernel,
 SlangFunction, playground programs, live and IR views) records the digests it was built from and is
 valid exactly while `is_current` says so: compiling an unrelated cell never invalidates it. Every
 compiler call is a `CompileRequest` built by `request` (or, for a cell's own check, the same builder).
@@ -20,7 +21,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from .autodiff import SlangFunction
 from .backends import Backend, BackendConfig, create_backend
 from .cache import DiskCache, compiler_fingerprint, digest
-from .cells import Cell, identifiers, import_prefix, module_name_for, resolve_imports
+from .cells import Cell, identifiers, import_prefix, interface_text, module_name_for, resolve_imports
 from .compiled import CompiledKernel, CompileRequest, ModuleSource, define_lines
 from .compiler.client import CompilerProcess
 from .compiler.diagnostics import Diagnostic, SlangCompileError, SlangCompilerCrash, parse_diagnostics
@@ -46,10 +47,12 @@ class CellResult:
     kernels: tuple[str, ...]
     functions: tuple[str, ...]
     types: tuple[str, ...]
-    recompiled: tuple[str, ...]   # later cells recompiled because they use this one
+    recompiled: tuple[str, ...]   # later cells that use this one (directly or not) and now see the new revision
     broken: tuple[str, ...]       # later cells that no longer compile (their errors say why)
     elapsed_ms: float
     digest: str = ""              # the new revision's digest
+    rechecked: tuple[str, ...] = ()  # those of `recompiled` whose check had to run again (this cell's
+                                     # interface changed; a body edit reaches users when kernels link)
 
     @property
     def warnings(self) -> list[Diagnostic]:
@@ -166,12 +169,15 @@ class Session:
             raise exc
         self._failed.pop(name, None)
         self._commit(cell)
-        recompiled, broken = self._refresh_after(name)
+        rechecked, broken = self._refresh_after(name)
+        later = list(self._cells)[list(self._cells).index(name) + 1:]
+        users = tuple(n for n in later if n not in broken and
+                      any(c.name == name for c in self.closure([self._cells[m] for m in self._cells[n].imports])))
         kernels = tuple(cell.entry_points)
         functions = tuple(d.name for d in cell.decls if d.kind == "function" and d.name not in kernels)
         types = tuple(d.name for d in cell.decls if d.kind in ("struct", "enum") or d.kind.startswith("generic"))
-        return CellResult(name, list(cell.diagnostics), kernels, functions, types, recompiled, broken,
-                          (time.perf_counter() - t0) * 1000, cell.digest)
+        return CellResult(name, list(cell.diagnostics), kernels, functions, types, users, broken,
+                          (time.perf_counter() - t0) * 1000, cell.digest, rechecked)
 
     def remove_cell(self, name: str) -> None:
         """Forget a cell; later cells that used it are recompiled (and may break)."""
@@ -233,9 +239,7 @@ class Session:
     def _forget(self, cell: Cell) -> None:
         """The compiler worker drops the blob of a revision nothing can load again."""
         if cell.digest and not any(c.digest == cell.digest for c in self._cells.values()):
-            forget = getattr(self._compiler, "forget", None)  # TODO(ipc): CompilerProcess.forget lands with the IPC module
-            if forget is not None:
-                forget([cell.digest])
+            self._compiler.forget([cell.digest])
 
     def _macros(self, source_idents: frozenset[str], own: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
         """The defines a cell sees: the session's and its own, those whose names it mentions (a define
@@ -253,7 +257,9 @@ class Session:
         req = self._build("check", name, module, source, imports, macros, options)
         base = Cell(name=name, module=module, source=source, imports=tuple(c.name for c in imports),
                     digest=req.key, idents=idents, own=own, defines=macros, options=options,
-                    own_defines=own_defines)
+                    own_defines=own_defines,
+                    interface=digest("interface", interface_text(source), *(f"{k}={v}" for k, v in macros),
+                                     *options, *(d.interface for d in self.closure(imports))))
         reply = self.cache.get_object("cells", req.key)
         if reply is None:
             try:
@@ -449,7 +455,9 @@ class Session:
             deps=tuple((d.module, d.name, d.digest) for d in deps), options=options,
             target_options=target_options, defines=macros, fingerprint=self.fingerprint, target=target if op == "compile" else "",
             entries=tuple(entries), reflect=reflect, blobs={d.digest: d.blob for d in deps},
-            digests=tuple((d.name, d.digest) for d in deps), chain=tuple(chain))
+            digests=tuple((d.name, d.digest) for d in deps), chain=tuple(chain),
+            # a check depends on what its imports declare, not on their bodies (see cells.interface_text)
+            dep_keys=tuple(d.interface for d in deps) if op == "check" else ())
 
     def call(self, req: CompileRequest) -> dict[str, Any]:
         """Run a request as it is (not cached): the compiler's reply, ok or not (e.g. IR dumps)."""

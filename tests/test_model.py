@@ -232,3 +232,32 @@ def test_no_import_cycles() -> None:
     for n in sorted(graph):
         if n not in state:
             visit(n)
+
+
+def test_a_body_edit_rechecks_no_user_and_reaches_every_kernel(cpu_session: sk.Session) -> None:
+    """Users of a cell are re-checked only when its interface changes; a body edit (of a plain,
+    a generic and a [Differentiable] function) reaches the kernels that link it."""
+    s = cpu_session
+    lib = """[Differentiable] float sq(float x) { return x * x; }
+T pick<T : __BuiltinFloatingPointType>(T a, T b) { return a; }
+float base(float x) { return x + 1; }"""
+    s.run_cell(lib, name="lib")
+    s.run_cell("float mid(float x) { return base(x) * 10; }", name="mid")
+    s.run_cell("""
+[shader("compute")][numthreads(4, 1, 1)]
+void use_lib(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o) {
+    var p = diffPair(o[t.x]); bwd_diff(sq)(p, 1.0);
+    o[t.x] = p.d + pick(mid(o[t.x]), 0.0f); }""", name="use")
+    o = np.full(4, 2.0, np.float32)
+    s.kernel("use_lib")(threads=4, o=o)
+    assert o.tolist() == [4.0 + 30.0] * 4
+    mid, use = s.digest("mid"), s.digest("use")
+    r = s.run_cell(lib.replace("x * x", "x * x * x").replace("return a;", "return b;")
+                   .replace("x + 1", "x + 2"), name="lib")
+    assert r.rechecked == () and r.recompiled == ("mid", "use")
+    assert (s.digest("mid"), s.digest("use")) == (mid, use)
+    o = np.full(4, 2.0, np.float32)
+    s.kernel("use_lib")(threads=4, o=o)
+    assert o.tolist() == [12.0 + 0.0] * 4
+    r = s.run_cell(lib.replace("float base(float x)", "float base(float x, float y = 0)"), name="lib")
+    assert set(r.rechecked) == {"mid", "use"}      # its interface changed: users are re-checked
