@@ -1,17 +1,32 @@
 """What the front ends (the %%slang magic and the Slang kernel) show: a short summary of a cell,
-generated code, and errors as the compiler's diagnostics without Python traceback noise."""
+generated code, and errors as the compiler's diagnostics or as the user's own lines, without the
+library's traceback noise.
+
+`labels` map a session cell name to the name the user sees now (the prompt of the cell's latest run,
+see slang_kernel.frontend): a re-run cell keeps its place and name in the session, but everything
+shown about it says the prompt the user is looking at.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import html
-from typing import TYPE_CHECKING, Any
+import re
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, cast
 
-from .compiler.diagnostics import SlangCompileError, render_diagnostics
+from .compiler.diagnostics import Diagnostic, SlangCompileError, render_diagnostics
 
 if TYPE_CHECKING:
     from .session import CellResult, Session
 
-__all__ = ["CODE_LANGUAGES", "CellSummary", "code_display", "error_lines", "summary"]
+__all__ = ["CODE_LANGUAGES", "LIBRARY_PACKAGES", "CellSummary", "code_display", "error_lines",
+           "relabel_error", "relabel_text", "show", "summary", "traceback_lines", "warnings_text"]
+
+#: Top-level packages whose frames a user never needs to see above a library error's message.
+LIBRARY_PACKAGES = frozenset({"slang_kernel", "IPython", "ipykernel"})
 
 #: Pygments language for each code target.
 CODE_LANGUAGES = {"hlsl": "hlsl", "glsl": "glsl", "cuda": "cuda", "cpp": "cpp", "metal": "cpp",
@@ -24,7 +39,52 @@ def error_lines(exc: BaseException) -> list[str]:
         return exc.render().splitlines()
     if isinstance(exc, KeyboardInterrupt) and str(exc):
         return [f"KeyboardInterrupt: {exc}"]
-    return [f"{type(exc).__name__}: {exc}"]
+    return f"{type(exc).__name__}: {exc}".splitlines()
+
+
+def traceback_lines(exc: BaseException, tb: TracebackType | None,
+                    cell_name: Callable[[str], str | None] = lambda filename: None,
+                    labels: Mapping[str, str] | None = None) -> list[str]:
+    """The user's own frames (the notebook cell that made the call; IPython's and our frames left
+    out), then the message: a bad argument deep in packing reads as the line that passed it.
+
+    cell_name: a frame's file name -> the cell's name ("In[4]"), None for a real file; labels: for
+    the session cell names in the message."""
+    frames = traceback.StackSummary.extract(
+        (f, n) for f, n in traceback.walk_tb(tb)
+        if str(f.f_globals.get("__name__", "")).partition(".")[0] not in LIBRARY_PACKAGES)
+    lines: list[str] = []
+    for fs in frames:
+        cell = cell_name(fs.filename)
+        where = f"Cell {cell}, line {fs.lineno}" if cell else f'File "{fs.filename}", line {fs.lineno}'
+        lines.append(where + ("" if fs.name == "<module>" else f", in {fs.name}"))
+        if fs.line:
+            lines.append(f"    {fs.line}")
+    return lines + [relabel_text(line, labels or {}) for line in error_lines(exc)]
+
+
+def relabel_text(text: str, labels: Mapping[str, str]) -> str:
+    """Every session cell name in `text` replaced by its label (one pass, so labels never chain)."""
+    if not labels:
+        return text
+    pattern = "|".join(re.escape(n) for n in sorted(labels, key=len, reverse=True))
+    return re.sub(rf"(?<!\w)(?:{pattern})", lambda m: labels[m.group(0)], text)
+
+
+def _relabel_diagnostics(diags: Sequence[Diagnostic], labels: Mapping[str, str]) -> list[Diagnostic]:
+    return [dataclasses.replace(d, cell=labels.get(d.cell, d.cell) if d.cell else d.cell,
+                                message=relabel_text(d.message, labels)) for d in diags]
+
+
+def relabel_error(exc: SlangCompileError, labels: Mapping[str, str]) -> SlangCompileError:
+    """A copy of a compile error whose diagnostics, sources and message use the labels."""
+    if not labels:
+        return exc
+    try:
+        return type(exc)(relabel_text(exc.message, labels), _relabel_diagnostics(exc.diagnostics, labels),
+                         {labels.get(n, n): src for n, src in exc.sources.items()})
+    except TypeError:  # a subclass with another constructor: show it as it is
+        return exc
 
 
 class CellSummary:
@@ -40,7 +100,7 @@ class CellSummary:
         return self._text
 
 
-def _signature(session: "Session", name: str) -> str:
+def _signature(session: Session, name: str) -> str:
     d = session.names().get(name)
     if d is not None and d.functions:
         sigs = [f.signature for f in d.functions]
@@ -48,7 +108,18 @@ def _signature(session: "Session", name: str) -> str:
     return name
 
 
-def summary(session: "Session", result: "CellResult") -> CellSummary:
+def warnings_text(session: Session, result: CellResult, labels: Mapping[str, str] | None = None) -> str:
+    """The cell's compiler warnings, with carets under the user's line ("" when there are none)."""
+    labels = labels or {}
+    label = labels.get(result.name, result.name)
+    return render_diagnostics(_relabel_diagnostics(result.warnings, labels),
+                              {label: session.cell(result.name).source})
+
+
+def summary(session: Session, result: CellResult, labels: Mapping[str, str] | None = None) -> CellSummary:
+    """What the cell defined, on which backend, in how long; later cells it recompiled or broke; warnings."""
+    labels = labels or {}
+    label = labels.get(result.name, result.name)
     names = session.names()
     rows: list[tuple[str, str]] = []
     for k in result.kernels:
@@ -62,19 +133,21 @@ def summary(session: "Session", result: "CellResult") -> CellSummary:
     backend = session.backend
     ms = result.elapsed_ms
     took = f"{ms:.0f} ms" if ms >= 10 else f"{ms:.1f} ms"
-    head = f"{result.name}: compiled in {took}; backend {backend.name}"
+    head = f"{label}: compiled in {took}; backend {backend.name}"
     try:
         device = backend.describe()
     except Exception:
         device = ""
     notes = []
     if result.recompiled:
-        notes.append("recompiled after this change: " + ", ".join(result.recompiled))
+        notes.append("recompiled after this change: "
+                     + ", ".join(labels.get(n, n) for n in result.recompiled))
     if result.broken:
-        notes.append("no longer compile (re-run them to see why): " + ", ".join(result.broken))
+        notes.append("no longer compile (re-run them to see why): "
+                     + ", ".join(labels.get(n, n) for n in result.broken))
     if not rows:
         notes.append("no kernels, functions or types defined")
-    warn = render_diagnostics(result.warnings, {result.name: session.cell(result.name).source})
+    warn = warnings_text(session, result, labels)
     text = "\n".join([head + (f" ({device})" if device else ""), *(f"  {k:8s} {v}" for k, v in rows),
                       *(f"  {n}" for n in notes), *([warn] if warn else [])])
     body = "".join(
@@ -97,6 +170,9 @@ class _Pre:
                 "text/html": f"<details open><summary>{html.escape(self.title)}</summary>"
                              f"<pre>{html.escape(self.text)}</pre></details>"}
 
+    def __repr__(self) -> str:  # what a terminal (or a text-only front end) shows
+        return self.text
+
 
 def code_display(code: str, target: str, title: str) -> Any:
     """Generated code of one target, highlighted where Pygments knows the language."""
@@ -105,4 +181,11 @@ def code_display(code: str, target: str, title: str) -> Any:
         return _Pre(code, title)
     from IPython.display import Code
 
-    return Code(code, language=language)
+    return cast(Callable[..., Any], Code)(code, language=language)
+
+
+def show(obj: object) -> None:
+    """IPython's display() (typed: IPython's is not)."""
+    from IPython.display import display
+
+    cast(Callable[[object], None], display)(obj)

@@ -6,6 +6,7 @@ IPYTHONDIR), so nothing under the user's home is touched. The kernel runs on the
 
 from __future__ import annotations
 
+import re
 import time
 import unittest
 from typing import Any
@@ -246,16 +247,20 @@ def test_rerunning_a_cell_id_replaces_its_cell(kernel: Kernel) -> None:
     before = eval(kernel.python("len(slang_session.cells)"))
     kernel.ok("float version_fn() { return 1.0; }\nfloat only_in_v1(float x) { return x; }", cell_id="cell-A")
     name = eval(kernel.python("slang_session.cells[-1]"))
-    assert name.startswith("cell[")
-    kernel.ok("float version_fn() { return 2.0; }", cell_id="cell-A")
+    assert re.fullmatch(r"In\[\d+\]", name)
+    reply, out = kernel.execute("float version_fn() { return 2.0; }", cell_id="cell-A")
+    assert reply["status"] == "ok"
+    shown = next(m for m in out if m["msg_type"] == "display_data")["content"]["data"]["text/plain"]
+    assert shown.startswith(f"In[{reply['execution_count']}]: compiled in")
     assert eval(kernel.python("len(slang_session.cells)")) == before + 1
-    assert eval(kernel.python("slang_session.cells[-1]")) == name
+    assert eval(kernel.python("slang_session.cells[-1]")) == name   # replaced in place ...
     assert kernel.python("float(version_fn())") == "2.0"
     # a name the cell no longer defines is unbound from the namespace
     assert kernel.python("'only_in_v1' in dir()") == "False"
-    # a failed re-run keeps the old version
-    reply, _ = kernel.execute("float version_fn() { return oops; }", cell_id="cell-A")
-    assert reply["status"] == "error" and name in reply["evalue"]
+    # a failed re-run keeps the old version; its error names the prompt the user sees now
+    reply, _ = kernel.execute("float version_fn()\n{\n    return oops;\n}", cell_id="cell-A")
+    assert reply["status"] == "error"
+    assert f"In[{reply['execution_count']}]:3:12: error" in reply["evalue"] and name not in reply["evalue"]
     assert kernel.python("float(version_fn())") == "2.0"
     # another cell id is another cell
     kernel.ok("float other_fn() { return 3.0; }", cell_id="cell-B")
@@ -264,6 +269,16 @@ def test_rerunning_a_cell_id_replaces_its_cell(kernel: Kernel) -> None:
     out = kernel.ok("%%python\nx_from_b = 1", cell_id="cell-B")
     assert "removed from the Slang session" in stream(out, "stderr")
     assert kernel.python("'other_fn' in dir()") == "False"
+
+
+def test_a_bad_argument_from_python_shows_the_users_line(kernel: Kernel) -> None:
+    kernel.ok('[shader("compute")][numthreads(4, 1, 1)]\n'
+              "void paint(uint3 t: SV_DispatchThreadID, RWStructuredBuffer<float> o, uniform float v) { o[t.x] = v; }")
+    reply, out = kernel.execute("%%python\nimport numpy as np\npaint(threads=4, o=np.zeros(4, np.float32), v='red')")
+    assert reply["status"] == "error" and reply["ename"] == "ParameterError"
+    tb = "\n".join(reply["traceback"])
+    assert f"Cell In[{reply['execution_count']}], line 3" in tb and "v='red'" in tb and "ParameterError: " in tb
+    assert "slang_kernel/" not in tb and "Traceback" not in tb
 
 
 def test_completion_uses_the_session(kernel: Kernel) -> None:

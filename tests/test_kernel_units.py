@@ -158,8 +158,8 @@ def test_structs_in_text() -> None:
 # -- inspection -----------------------------------------------------------------------------------------
 
 def test_inspect() -> None:
-    text = inspect("float y = sqr(2);", 12, NAMES, KERNELS, owner=lambda n: "cell[1]")
-    assert text.splitlines()[:2] == ["function sqr  (defined in cell[1])", "    float sqr(float x)"]
+    text = inspect("float y = sqr(2);", 12, NAMES, KERNELS, owner=lambda n: "In[1]")
+    assert text.splitlines()[:2] == ["function sqr  (defined in In[1])", "    float sqr(float x)"]
     text = inspect("scale", 3, NAMES, KERNELS)
     assert "compute kernel scale" in text and "%run scale threads=(N, 1, 1) buf=... k=..." in text
     assert inspect("Particle p; p.pos", 16, NAMES, KERNELS) == "float3 p.pos"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -80,3 +80,24 @@ def test_compiler_crash_is_a_cell_error(shell: InteractiveShell, capsys: pytest.
     assert shell.run_cell("%%slang\nfloat next_fn(float x) { return ok_fn(x) + 1; }\n").success
     shell.run_cell("import numpy as np; v = next_fn(np.float32(1))")
     assert shell.user_ns["v"] == 5.0
+
+
+def test_time_and_ir_flags(shell: InteractiveShell, capsys: pytest.CaptureFixture[str]) -> None:
+    r = shell.run_cell("""%%slang --time --ir
+[shader("compute")][numthreads(4, 1, 1)]
+void timed(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o) { o[t.x] = 2; }
+""")
+    assert r.success
+    out = capsys.readouterr().out
+    assert "timed: cpp code in" in out and " ms" in out
+    assert "timed" in out.split("timed: cpp code in", 1)[1]  # the IR, after the timing line
+
+
+def test_usage_errors_are_usage_errors(shell: InteractiveShell) -> None:
+    from IPython.core.error import UsageError
+
+    for line in ("%%slang --nope", "%%slang -D", "%%slang --show klingon"):
+        r = shell.run_cell(line + "\nfloat never(float x) { return x; }\n")
+        assert isinstance(r.error_in_exec, UsageError), line
+    r = shell.run_line_magic("slang_session", "")
+    assert "never" not in r.functions()

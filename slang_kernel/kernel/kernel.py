@@ -19,27 +19,28 @@ Line magics inside a Slang cell (on a line of their own):
 
 `%backend` runs before the cell's Slang is compiled; `%show` and `%run` after, in order.
 
-Cell names: the first run of a notebook cell (Jupyter cell id) is named `cell[N]`, N its execution
-count; running the same cell again (edited or not) reuses that name, so it replaces its earlier
-version in the session and later cells that use it are recompiled.
+Cell naming, name binding and error display are slang_kernel.frontend's, shared with `%%slang`: a
+cell is named by its prompt (`In[5]`); running the same notebook cell (Jupyter cell id) again
+replaces its earlier revision in the session, and later cells that use it are recompiled.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 import time
-from typing import Any
+from typing import Any, cast
 
 from ipykernel.ipkernel import IPythonKernel
 from traitlets import List
 
-from .. import __version__
-from ..compiler.diagnostics import SlangCompileError, render_diagnostics
+from .. import KernelInterrupted, __version__
+from ..compiler.diagnostics import SlangCompileError
+from ..display import code_display, show, warnings_text
+from ..frontend import FrontEnd
 from ..session import CODE_TARGETS, Session
 from . import completion
-from .display import KernelInterrupted, SlangKernelError, code_display, error_lines, summary
+from .display import SlangKernelError
 from .language import LANGUAGE_INFO
 from .source import Magic, parse_cell
 
@@ -92,18 +93,10 @@ def parse_run_args(text: str) -> list[tuple[str, str]]:
     return out
 
 
-def _compile_error_handler(shell: Any, etype: type, value: BaseException, tb: Any,
-                           tb_offset: Any = None) -> list[str]:
-    """Compile errors and kernel usage errors: the diagnostics only, no Python traceback."""
-    lines = error_lines(value)
-    shell._showtraceback(etype, value, lines)   # sends the `error` message and sets the reply's traceback
-    return lines
-
-
 class SlangKernel(IPythonKernel):
     implementation = "slang_kernel"
     implementation_version = __version__
-    language_info = LANGUAGE_INFO
+    language_info: dict[str, object] = dict(LANGUAGE_INFO)
     help_links = List([
         {"text": "Slang user guide", "url": "https://shader-slang.org/slang/user-guide/"},
         {"text": "Slang standard library", "url": "https://shader-slang.org/stdlib-reference/"},
@@ -113,79 +106,40 @@ class SlangKernel(IPythonKernel):
         {"text": "NumPy Reference", "url": "https://docs.scipy.org/doc/numpy/reference/"},
     ]).tag(config=True)
 
-    @property
-    def banner(self) -> str:
+    @property  # ipykernel declares a plain attribute; a property says it is derived
+    def banner(self) -> str:  # type: ignore[override]
         return (f"Slang kernel {__version__}: cells are Slang; start a cell with %%python for Python.\n"
                 "Line magics: %backend cpu|vulkan|cuda, %show TARGET NAME, %run KERNEL threads=... name=expr")
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._cell_names: dict[str, str] = {}      # Jupyter cell id -> session cell name
-        self._kernel_names: set[str] = set()       # session cell names this kernel gave out
-        self._bound: dict[str, set[str]] = {}      # session cell name -> names bound in user_ns
-        self._pending: tuple[str, str, str | None] | None = None  # (raw code, kind, cell name)
-        self.default_backend = os.environ.get("SLANG_KERNEL_BACKEND", "auto")
+        self._pending: tuple[str, str] | None = None  # (raw code, kind) of the cell being executed
         assert self.shell is not None
+        self.frontend = FrontEnd.of(self.shell, quiet=(SlangKernelError,))
         self.shell.input_transformers_cleanup.insert(0, self._transform)
-        self._install_error_handler()
         try:  # start the compiler now, in the background; a failure is reported on the first Slang cell
             self.slang_session
         except Exception as exc:
             self.log.warning("the Slang session could not start: %s", exc)
 
-    def _install_error_handler(self) -> None:
-        self.shell.set_custom_exc((SlangCompileError, SlangKernelError, KernelInterrupted),
-                                  _compile_error_handler)
-        self._custom_tb = self.shell.CustomTB
-
-    # -- the session ------------------------------------------------------------------------------------
-
     @property
     def slang_session(self) -> Session:
         """The notebook's one Session, `slang_session` in the namespace (shared with %%slang)."""
-        ns = self.shell.user_ns
-        s = ns.get("slang_session")
-        if not isinstance(s, Session):
-            s = getattr(self, "_session", None)
-            if s is None:
-                s = Session(backend=self.default_backend)
-            ns["slang_session"] = s
-        self._session = s
-        return s
+        return self.frontend.session()
 
     # -- execution ---------------------------------------------------------------------------------------
 
-    def _name_for(self, cell_id: str | None) -> str:
-        if cell_id and cell_id in self._cell_names:
-            return self._cell_names[cell_id]
-        n = self.shell.execution_count
-        name = f"cell[{n}]"
-        session = getattr(self, "_session", None)
-        taken = set(session.cells) if session is not None else set()
-        k = 1
-        while name in self._kernel_names or name in taken:
-            k += 1
-            name = f"cell[{n}.{k}]"
-        self._kernel_names.add(name)
-        if cell_id:
-            self._cell_names[cell_id] = name
-        return name
-
     async def do_execute(self, code: str, silent: bool, store_history: bool = True,
-                         user_expressions: dict | None = None, allow_stdin: bool = False, *,
-                         cell_meta: dict | None = None, cell_id: str | None = None) -> dict[str, Any]:
+                         user_expressions: dict[str, Any] | None = None, allow_stdin: bool = False, *,
+                         cell_meta: dict[str, Any] | None = None, cell_id: str | None = None) -> dict[str, Any]:
         kind = parse_cell(code).kind
-        if self.shell.CustomTB is not self._custom_tb and SlangCompileError in self.shell.custom_exceptions:
-            self._install_error_handler()   # e.g. `%load_ext slang_kernel` installed the magic's handler
-        name = None
-        if kind == "slang":
-            name = self._name_for(cell_id)
-        elif cell_id and cell_id in self._cell_names:
-            self._forget(self._cell_names[cell_id], reason="this notebook cell is not Slang any more")
-        self._pending = (code, kind, name)
+        if kind != "slang" and cell_id and not code.lstrip().startswith("%%slang"):
+            self.frontend.forget(cell_id, reason="this notebook cell is not Slang any more")
+        self._pending = (code, kind)
         try:
-            return await super().do_execute(code, silent, store_history, user_expressions, allow_stdin,
-                                            cell_meta=cell_meta, cell_id=cell_id)
+            reply = await super().do_execute(code, silent, store_history, user_expressions, allow_stdin,
+                                             cell_meta=cell_meta, cell_id=cell_id)
+            return cast(dict[str, Any], reply)
         finally:
             self._pending = None
 
@@ -193,87 +147,41 @@ class SlangKernel(IPythonKernel):
         """IPython input transformer: the pending Slang cell becomes one call; %%python loses its header."""
         if self._pending is None:
             return lines
-        code, kind, name = self._pending
+        code, kind = self._pending
         if "".join(lines).rstrip("\n") != code.rstrip("\n"):
             return lines
         if kind == "python":
             return parse_cell(code).source.splitlines(keepends=True)
         if kind == "slang":
-            return [f"get_ipython().kernel.run_slang_cell({code!r}, {name!r})\n"]
+            return [f"get_ipython().kernel.run_slang_cell({code!r})\n"]
         return lines
 
     def run_slang_cell(self, code: str, name: str | None = None) -> None:
-        """Compile one Slang cell into the session, bind its names, run its line magics."""
-        from IPython.display import display
-
+        """Compile one Slang cell into the session (named by its prompt unless `name`), bind its
+        names, run its line magics."""
         parsed = parse_cell(code)
-        try:
-            session = self.slang_session
-        except Exception as exc:
-            raise SlangKernelError(f"the Slang session could not start: {exc}") from None
-        for m in parsed.magics:
-            if m.name == "backend":
-                self._magic_backend(session, m)
-        result = None
-        if parsed.has_slang:
+        fe = self.frontend
+        with fe.own_errors():
             try:
-                result = session.run_cell(parsed.source, name=name)
-            except KeyboardInterrupt:
-                raise KernelInterrupted(f"interrupted while compiling {name or 'the cell'}; "
-                                        "the session is unchanged") from None
-            self._bind(session, result.name, (*result.kernels, *result.functions))
-            if result.warnings:
-                print(render_diagnostics(result.warnings, {result.name: parsed.source}), file=sys.stderr)
-            display(summary(session, result))
-        elif name is not None and name in session.cells:
-            self._forget(name, reason="the cell holds no Slang code any more")
-        for m in parsed.magics:
-            if m.name == "show":
-                self._magic_show(session, m, result)
-            elif m.name == "run":
-                self._magic_run(session, m)
-
-    # -- binding names ---------------------------------------------------------------------------------
-
-    def _bind(self, session: Session, cell: str, names: tuple[str, ...]) -> None:
-        ns = self.shell.user_ns
-        old = self._bound.get(cell, set())
-        kernels = set(session.kernels())
-        bound = set()
-        for n in names:
-            try:
-                ns[n] = session.kernel(n) if n in kernels else session.function(n)
-                bound.add(n)
-            except Exception as exc:  # e.g. a function the Python side cannot call: still usable from Slang
-                self.log.info("not binding %s: %s", n, exc)
-        self._bound[cell] = bound
-        self._unbind(session, old - bound)
-
-    def _unbind(self, session: Session, names: set[str]) -> None:
-        """Names a cell no longer defines: rebind to another cell's definition, else remove."""
-        ns = self.shell.user_ns
-        kernels, functions = set(session.kernels()), set(session.functions())
-        for n in names:
-            current = ns.get(n)
-            if getattr(current, "session", None) is not session:
-                continue  # the user rebound it: leave it alone
-            if n in kernels:
-                ns[n] = session.kernel(n)
-            elif n in functions:
-                try:
-                    ns[n] = session.function(n)
-                except Exception:
-                    ns.pop(n, None)
+                session = fe.session()
+            except Exception as exc:
+                raise SlangKernelError(f"the Slang session could not start: {exc}") from None
+            for m in parsed.magics:
+                if m.name == "backend":
+                    self._magic_backend(session, m)
+            result = None
+            if parsed.has_slang:
+                result = fe.run(parsed.source, name=name)
+                if result.warnings:
+                    print(warnings_text(session, result, fe.labels), file=sys.stderr)
+                fe.present(result)
             else:
-                ns.pop(n, None)
-
-    def _forget(self, name: str, reason: str) -> None:
-        session = getattr(self, "_session", None)
-        if session is None or name not in session.cells:
-            return
-        session.remove_cell(name)
-        self._unbind(session, self._bound.pop(name, set()))
-        print(f"{name} was removed from the Slang session: {reason}.", file=sys.stderr)
+                fe.forget(reason="the cell holds no Slang code any more")
+            for m in parsed.magics:
+                if m.name == "show":
+                    self._magic_show(session, m, result)
+                elif m.name == "run":
+                    self._magic_run(session, m)
 
     # -- line magics -------------------------------------------------------------------------------------
 
@@ -290,8 +198,6 @@ class SlangKernel(IPythonKernel):
         print(f"backend: {session.backend.name} ({session.backend.describe()})")
 
     def _magic_show(self, session: Session, m: Magic, result: Any) -> None:
-        from IPython.display import display
-
         words = m.args.replace(",", " ").split()
         if not words:
             raise SlangKernelError(f"%show TARGET [NAME ...]: TARGET is one of {', '.join(CODE_TARGETS)}")
@@ -309,7 +215,7 @@ class SlangKernel(IPythonKernel):
                 text = session.code(n, target)
             except (KeyError, TypeError) as exc:
                 raise SlangKernelError(f"%show {target} {n}: {exc.args[0] if exc.args else exc}") from None
-            display(code_display(text, target, f"{n} as {target}"))
+            show(code_display(text, target, f"{n} as {target}"))
 
     def _magic_run(self, session: Session, m: Magic) -> None:
         words = m.args.split(None, 1)
@@ -323,7 +229,7 @@ class SlangKernel(IPythonKernel):
         args = {}
         for pname, expr in parse_run_args(rest):
             try:
-                args[pname] = eval(expr, self.shell.user_ns)  # noqa: S307 - the user's own notebook
+                args[pname] = eval(expr, self.frontend.shell.user_ns)  # noqa: S307 - the user's own notebook
             except Exception as exc:
                 raise SlangKernelError(f"%run {kname}: evaluating {pname}={expr} failed: "
                                        f"{type(exc).__name__}: {exc}") from None
@@ -343,8 +249,8 @@ class SlangKernel(IPythonKernel):
 
     # -- completion, inspection, is_complete ------------------------------------------------------------
 
-    def _names(self) -> tuple[dict, list[str]]:
-        s = getattr(self, "_session", None)
+    def _names(self) -> tuple[dict[str, Any], list[str]]:
+        s = self.frontend.existing_session
         if s is None:
             return {}, []
         try:
@@ -354,7 +260,8 @@ class SlangKernel(IPythonKernel):
 
     def _kernel_params(self, name: str) -> list[str]:
         try:
-            return [p.name for p in self._session.kernel(name).params]
+            s = self.frontend.existing_session
+            return [p.name for p in s.kernel(name).params] if s is not None else []
         except Exception:
             return []
 
@@ -376,12 +283,12 @@ class SlangKernel(IPythonKernel):
         return found.reply()
 
     def _owner(self, name: str) -> str | None:
-        s = getattr(self, "_session", None)
+        s = self.frontend.existing_session
         if s is None:
             return None
         for cell in reversed(s.cells):
             if any(d.name == name for d in s.cell(cell).decls):
-                return cell
+                return self.frontend.label(cell)
         return None
 
     def do_inspect(self, code: str, cursor_pos: int, detail_level: int = 0, omit_sections: Any = ()) -> Any:
@@ -409,7 +316,7 @@ class SlangKernel(IPythonKernel):
         return completion.is_complete(code)
 
     def do_shutdown(self, restart: bool) -> Any:
-        s = getattr(self, "_session", None)
+        s = self.frontend.existing_session
         if s is not None:
             try:
                 s.close()
