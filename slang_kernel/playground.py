@@ -15,27 +15,19 @@ COLOR_PICK) and dispatches the ``CALL`` / ``CALL::SIZE_OF`` / ``CALL_INDIRECT`` 
 in declaration order (``CALL::ONCE`` ones on the first frame only). Resources live across frames (on
 Vulkan they stay on the device; only what is shown is read back).
 
-What the ``%%slang`` magic displays after a cell (:func:`show_cell`):
+Hot reload: a program follows its cell by name. When the cell gets a new revision (or a cell it
+imports does), the next frame runs the new code: the CALL entry points are compiled again and the
+resources and inputs whose declarations did not change are kept (textures keep their contents,
+sliders their values, TIME keeps running). While the current revision does not compile, the program
+keeps running the last good one and `program.error` says why (None when all is well).
 
-* a cell with no entry point carrying a ``[playground::CALL...]`` attribute only compiles (as before);
-* a cell with such entry points is run for one frame, then shown:
-  - the image: ``outputTexture`` (rendering module) when the cell mentions ``outputTexture`` or
-    ``drawPixel``, else the first ``RWTexture2D`` global the cell itself declares; it is a
-    :class:`~slang_kernel.widgets.LiveImage` with the cell's SLIDER / COLOR_PICK / TIME / FRAME_ID /
-    MOUSE_POSITION / KEY inputs as live controls (re-dispatching the whole frame on each change), or a
-    plain ImageView when the cell has none;
-  - else, the ZEROS / RAND buffers the cell declares, in BufferViews;
-  - text printed with the printing module (decoded from ``g_printedBuffer``) below it, and a button
-    that opens the cell in the public Slang Playground (:func:`playground_link`).
-
-Backends: Vulkan is preferred (real textures, resources stay on the device between frames). The CPU
-backend has no textures (its kernels run in an isolated worker process over shared memory, and it
-binds only buffers), so a cell that needs a texture (``outputTexture``, BLACK*, URL) says so with a
-:class:`PlaygroundError` naming the texture and the fix (``%slang_backend vulkan``); buffer-only
-cells (ZEROS, RAND, DATA), the CALL dispatch loop, uniforms and printing work on the CPU. KEY inputs
-are 1 while their key is held with the image focused (click it first).
-
-:func:`live` binds an image of any compute kernel to live controls driven from the browser.
+What a cell shows (the image with live controls, buffers, printed text, a link to the public
+Playground) is built by ``slang_kernel.widgets`` from a program; this module imports no widget.
+Backends: a cell that needs a texture (``outputTexture``, BLACK*, URL) runs where the backend has the
+"textures" capability (Vulkan) and otherwise says so with a :class:`PlaygroundError` naming the
+texture and the fix (``%slang_backend vulkan``); buffer-only cells (ZEROS, RAND, DATA), the CALL
+dispatch loop, uniforms and printing work on every backend. KEY inputs are 1 while their key is held
+with the image focused (click it first).
 """
 
 from __future__ import annotations
@@ -45,22 +37,27 @@ import re
 import threading
 import time
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence, cast
 
 import numpy as np
 
+from .backends import Backend
 from .backends._packing import element_dtype, numpy_dtype
+from .compiled import CompiledKernel
+from .compiler.diagnostics import SlangCompileError
 from .compiler.reflection import ParamInfo, TypeInfo
+from .errors import PlaygroundError
 from .kernels import check_parameters, groups_for
 
 if TYPE_CHECKING:
-    from .session import CompiledKernel, Session
+    from .session import Session
 
 __all__ = [
-    "PLAYGROUND_URL", "PlaygroundError", "PlaygroundProgram", "decode_playground_link", "decode_prints",
-    "is_playground", "live", "playground_link", "show_cell", "string_hash", "to_rgba8",
+    "PLAYGROUND_URL", "Input", "PlaygroundError", "PlaygroundProgram", "Resource", "decode_playground_link",
+    "decode_prints", "dispatch", "is_playground", "last_good_message", "playground_link", "program_for",
+    "show_cell", "string_hash", "to_rgba8",
 ]
 
 PLAYGROUND_URL = "https://shader-slang.org/slang-playground/"
@@ -68,10 +65,6 @@ SCREEN_SIZE = (512, 512)   # (width, height) of the "screen" BLACK_SCREEN is a f
 
 _ATTR = re.compile(r"\[\s*playground\s*::")
 _IMPORT = re.compile(r"^\s*import\s+(playground|printing|rendering)\s*;", re.M)
-
-
-class PlaygroundError(RuntimeError):
-    """A playground cell cannot run here (missing resource attribute, unreadable URL, ...)."""
 
 
 # -- share links ----------------------------------------------------------------------------------
@@ -142,7 +135,7 @@ def _format(fmt: str, args: list[Any]) -> str:
     if "%" not in fmt and _BRACE_SPEC.search(fmt):
         it = iter(args)
 
-        def brace(m: re.Match) -> str:
+        def brace(m: re.Match[str]) -> str:
             spec = m.group(1).lstrip(":")
             v = next(it, "")
             try:
@@ -214,32 +207,12 @@ def decode_prints(words: np.ndarray, strings: Mapping[int, str]) -> str:
     return text
 
 
-def ensure_modules(session: "Session") -> None:
-    """Make `import playground;` (printing, rendering) resolve on the session's backend too.
-
-    Our compiler finds the modules on its search path (Session adds MODULE_DIR); the Vulkan backend
-    compiles cells in slangpy's own Slang session, whose search path we do not set: the modules are
-    loaded into it by name once, so later imports of those names find them."""
-    b = session.backend
-    if b.name != "vulkan" or getattr(b, "_sk_playground_modules", False):
-        return
-    from .session import MODULE_DIR
-
-    with b._lock:
-        for name in ("playground", "printing", "rendering"):
-            path = MODULE_DIR / f"{name}.slang"
-            b.device.slang_session.load_module_from_source(name, path.read_text(), path=str(path))
-        b._sk_playground_modules = True
-
-
-def dispatch(session: "Session", ck: "CompiledKernel", groups: tuple[int, int, int],
-             values: Mapping[str, Any]) -> None:
+def dispatch(backend: Backend, ck: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any]) -> None:
     """Dispatch one compiled kernel with checked parameters."""
     check_parameters(ck, values)
     if 0 in groups:
         return
-    ensure_modules(session)
-    session.backend.dispatch(ck, groups, values)
+    backend.dispatch(ck, groups, values)
 
 
 def to_rgba8(a: np.ndarray) -> np.ndarray:
@@ -266,7 +239,31 @@ def to_rgba8(a: np.ndarray) -> np.ndarray:
     return out
 
 
+# -- what a program asks of a backend, by capability (backends/__init__.py documents them) ------------
+
+
+class _DeviceBuffers(Protocol):
+    def buffer(self, array_or_shape: Any, dtype: Any = None) -> Any: ...
+
+
+class _Textures(Protocol):
+    def texture(self, array_or_shape: Any, dtype: Any = None, *, dims: int = 2) -> Any: ...
+    def sampler(self, spec: Any = None) -> Any: ...
+
+
+class _SharedArrays(Protocol):
+    def zeros(self, shape: Any, dtype: Any = np.float32) -> np.ndarray: ...
+
+
 # -- the program --------------------------------------------------------------------------------------
+
+Declaration = tuple[TypeInfo, tuple[tuple[str, tuple[Any, ...]], ...]]
+
+
+def _declaration(p: ParamInfo) -> Declaration:
+    """What a global was declared as (its type and playground attributes with their arguments): a
+    re-bind keeps a resource or an input exactly while this is unchanged."""
+    return p.type, tuple(sorted(_pg_attrs(p.attributes).items(), key=lambda kv: kv[0]))
 
 
 @dataclass
@@ -278,6 +275,7 @@ class Input:
     type: TypeInfo
     args: tuple[Any, ...]
     value: Any
+    declared: Declaration | None = field(default=None, repr=False)
 
 
 @dataclass
@@ -286,8 +284,9 @@ class Resource:
     kind: str             # ZEROS, RAND, BLACK, BLACK_3D, BLACK_SCREEN, URL, DATA, SAMPLER
     type: TypeInfo
     args: tuple[Any, ...]
-    value: Any            # numpy array (CPU), VulkanBuffer / VulkanTexture / sgl Sampler (Vulkan)
+    value: Any            # numpy array (no device buffers), the backend's buffer / texture / sampler object
     shape: tuple[int, ...] = ()   # element shape: (n,) buffers, (h, w) / (d, h, w) textures
+    declared: Declaration | None = field(default=None, repr=False)
 
 
 _RESOURCE_KINDS = ("ZEROS", "RAND", "BLACK", "BLACK_3D", "BLACK_SCREEN", "URL", "DATA", "SAMPLER")
@@ -298,7 +297,7 @@ def _pg_attrs(attrs: Sequence[tuple[str, tuple[Any, ...]]]) -> dict[str, tuple[A
     return {n[len("playground_"):]: a for n, a in attrs if n.startswith("playground_")}
 
 
-def _texel(t: TypeInfo) -> tuple[np.dtype, int]:
+def _texel(t: TypeInfo) -> tuple[np.dtype[Any], int]:
     el = t.element
     if el is not None and el.kind in ("scalar", "vector") and el.scalar:
         dt = np.dtype({"float32": np.float32, "int32": np.int32, "uint32": np.uint32}.get(el.scalar, np.float32))
@@ -312,7 +311,8 @@ def _resolve_path(url: str, base: Path | None) -> bytes:
 
         try:
             with urllib.request.urlopen(url, timeout=10) as r:
-                return r.read()
+                data: bytes = r.read()
+                return data
         except Exception as exc:
             raise PlaygroundError(f"could not fetch {url} ({exc}); download it and use a local path") from None
     p = Path(url[7:] if url.startswith("file://") else url).expanduser()
@@ -333,77 +333,207 @@ def _zero_value(t: TypeInfo) -> Any:
     return None
 
 
+@dataclass(frozen=True)
+class _Revision:
+    """One revision of a program's cell compiled for one backend: what its frames run."""
+
+    digest: str
+    source: str
+    backend: Backend
+    kernels: tuple[tuple[str, Mapping[str, tuple[Any, ...]]], ...]   # CALL entry points, in order
+    compiled: Mapping[str, CompiledKernel]
+    globals: Mapping[str, ParamInfo]
+    sources: tuple[str, ...]   # the module chain's texts (printing's string literals)
+
+
+def _compile(session: "Session", name: str) -> _Revision:
+    """The current revision of cell `name`, its CALL entry points compiled for the session's backend
+    (through the session's one compile path: the same cache as `compile_entry`)."""
+    c = session.cell(name)
+    if not c.ok:
+        raise SlangCompileError(f"{name} no longer compiles (a cell it uses changed)", list(c.diagnostics),
+                                {name: c.source})
+    kernels: list[tuple[str, Mapping[str, tuple[Any, ...]]]] = []
+    compiled: dict[str, CompiledKernel] = {}
+    for e in c.entry_points:
+        ck = session.compile(session.request("compile", cell=name, entries=[e]))[e]
+        attrs = _pg_attrs(ck.entry_point.attributes)
+        if any(k.startswith("CALL") for k in attrs):
+            kernels.append((e, attrs))
+            compiled[e] = ck
+    found: dict[str, ParamInfo] = {}
+    for ck in compiled.values():
+        for p in ck.reflection.globals:
+            found.setdefault(p.name, p)
+    sources = tuple(dict.fromkeys(m.source for ck in compiled.values() for m in ck.chain))
+    return _Revision(c.digest, c.source, session.backend, tuple(kernels), compiled, found, sources)
+
+
+def last_good_message(cell: str, exc: BaseException) -> str:
+    """What a program or view says while it keeps running the last good revision of `cell`."""
+    return f"{cell}: still running the last good revision, because\n{exc}"
+
+
 class PlaygroundProgram:
     """The Playground's run loop for one cell: resources, live inputs, per-frame dispatches.
 
     ``program.frame(**values)`` runs one frame (inputs by name, e.g. a slider's global name);
     ``program.image()`` is the shown texture as (H, W, 4) uint8; ``program.printed`` the text the
-    last frame printed.
+    last frame printed; ``program.error`` why it still runs an older revision of its cell (None when
+    it runs the current one). The program follows its cell by name (see the module docstring).
     """
 
     def __init__(self, session: "Session", cell: str | None = None, *, screen: tuple[int, int] = SCREEN_SIZE,
                  base_dir: str | Path | None = None, seed: int = 0) -> None:
         self.session = session
-        name = cell if cell is not None else session.cells[-1]
-        self.cell = name
-        c = session.cell(name)
-        self.source = c.source
+        self.cell = cell if cell is not None else session.cells[-1]
         self.screen = screen
         self.base_dir = Path(base_dir) if base_dir is not None else Path.cwd()
         self.rng = np.random.default_rng(seed)
-        self.kernels: list[tuple[str, dict[str, tuple[Any, ...]]]] = []
-        self._compiled: dict[str, "CompiledKernel"] = {}
-        for e in c.entry_points:
-            ck = session.compile_entry(e)
-            attrs = _pg_attrs(ck.entry_point.attributes)
-            if any(k.startswith("CALL") for k in attrs):
-                self.kernels.append((e, attrs))
-                self._compiled[e] = ck
-        self.globals: dict[str, ParamInfo] = {}
-        for ck in self._compiled.values():
-            for p in ck.reflection.globals:
-                self.globals.setdefault(p.name, p)
         self.resources: dict[str, Resource] = {}
         self.inputs: dict[str, Input] = {}
         self.uniforms: dict[str, Any] = {}
         self.frame_index = 0
         self.start = time.perf_counter()
         self.printed = ""
+        self.error: str | None = None
+        self._stuck: str | None = None      # why it could not move to the current revision
+        self._failed: tuple[BaseException | None, str] = (None, "")
+        self.rebinds = 0            # how often it moved to a new revision of its cell (or backend)
         self._strings: dict[int, str] | None = None
-        self._lock = threading.Lock()
-        self._revision = session.revision
-        self._backend = session.backend
-        for p in self.globals.values():
-            self._create(p)
+        self._once: set[str] = set()   # CALL::ONCE entry points due on the next frame
+        self._lock = threading.RLock()
+        self._bound: _Revision | None = None
+        self._seen = session.revision
+        self._adopt(_compile(session, self.cell), keep=False)
 
-    # -- setup
+    # -- what it runs now
+
+    @property
+    def _rev(self) -> _Revision:
+        assert self._bound is not None
+        return self._bound
+
+    @property
+    def source(self) -> str:
+        """The text of the revision it runs."""
+        return self._rev.source
+
+    @property
+    def kernels(self) -> list[tuple[str, Mapping[str, tuple[Any, ...]]]]:
+        """(entry point, its playground attributes) of the CALL entry points, in dispatch order."""
+        return list(self._rev.kernels)
+
+    @property
+    def compiled(self) -> Mapping[str, CompiledKernel]:
+        """The CompiledKernel of each CALL entry point of the revision it runs."""
+        return dict(self._rev.compiled)
+
+    @property
+    def globals(self) -> Mapping[str, ParamInfo]:
+        return dict(self._rev.globals)
+
+    @property
+    def backend(self) -> Backend:
+        """The backend its resources live on."""
+        return self._rev.backend
 
     @property
     def runnable(self) -> bool:
-        return bool(self.kernels)
+        return bool(self._rev.kernels)
 
-    def _vulkan(self) -> bool:
-        return self.session.backend.name == "vulkan"
+    # -- following the cell
 
-    def _create(self, p: ParamInfo) -> None:
-        attrs = _pg_attrs(p.attributes)
-        t = p.type
-        res = next(((k, attrs[k]) for k in _RESOURCE_KINDS if k in attrs), None)
-        inp = next(((k, attrs[k]) for k in _INPUT_KINDS if k in attrs), None)
-        if res is not None:
-            self.resources[p.name] = self._resource(p.name, t, *res)
-        elif inp is not None:
-            kind, args = inp
-            value = self._input_default(kind, args, t)
-            self.inputs[p.name] = Input(p.name, kind, t, tuple(args), value)
-            self.uniforms[p.name] = value
-        elif t.kind in ("resource", "sampler"):
-            what = "texture" if t.is_texture else "buffer" if t.is_buffer else t.kind
-            raise PlaygroundError(
-                f"global `{p.name}` ({t.name}) has no [playground::...] attribute saying how to create this "
-                f"{what}: add e.g. [playground::ZEROS(n)], [playground::BLACK(w, h)] or [playground::SAMPLER]")
-        else:
-            self.uniforms[p.name] = _zero_value(t)
+    def follow(self) -> bool:
+        """Move to the current revision of the cell (and the session's backend) if either changed:
+        True when it did. Cheap while nothing in the session changed; called by every frame.
+
+        When the new revision does not compile (or its resources cannot be made), the program keeps
+        the revision it runs and ``error`` says why; after a backend switch there is nothing older
+        to run, so that raises PlaygroundError."""
+        with self._lock:
+            s = self.session
+            moved = s.backend is not self._rev.backend
+            changed = self._move(moved) if moved or s.revision != self._seen else False
+            self.error = self._failure() or self._stuck
+            return changed
+
+    def _move(self, moved: bool) -> bool:
+        s, rev = self.session, self._rev
+        if not moved and s.digest(self.cell) == rev.digest and all(map(s.is_current, rev.compiled.values())):
+            self._seen, self._stuck = s.revision, None
+            return False
+        try:
+            new = _compile(s, self.cell)
+            if not new.kernels:
+                raise PlaygroundError(f"{self.cell} has no [playground::CALL...] entry point any more")
+            self._adopt(new, keep=not moved)
+        except Exception as exc:  # noqa: BLE001 - whatever stops the move, the last good revision runs on
+            if moved:
+                self.error = f"{self.cell} cannot run on the {s.backend.name} backend: {exc}"
+                raise PlaygroundError(self.error) from None
+            self._seen = s.revision  # tried once per change of the session, not once per frame
+            self._stuck = last_good_message(self.cell, exc)
+            return False
+        self._seen, self._stuck = s.revision, None
+        self.rebinds += 1
+        return True
+
+    def _failure(self) -> str | None:
+        """The error of the cell's last run, when it did not compile (its last good revision runs)."""
+        exc = self.session.failure(self.cell)
+        if exc is None:
+            return None
+        if exc is not self._failed[0]:
+            self._failed = (exc, last_good_message(self.cell, exc))
+        return self._failed[1]
+
+    def _adopt(self, rev: _Revision, *, keep: bool) -> None:
+        """Make `rev` the revision frames run. keep: resources whose declaration is unchanged stay as
+        they are (same backend); inputs and plain uniforms keep their values in any case. Nothing
+        changes when a new resource cannot be made (the error propagates)."""
+        old = self._bound
+        resources: dict[str, Resource] = {}
+        inputs: dict[str, Input] = {}
+        uniforms: dict[str, Any] = {}
+        created = False
+        for p in rev.globals.values():
+            decl, attrs, t = _declaration(p), _pg_attrs(p.attributes), p.type
+            res = next(((k, attrs[k]) for k in _RESOURCE_KINDS if k in attrs), None)
+            inp = next(((k, attrs[k]) for k in _INPUT_KINDS if k in attrs), None)
+            if res is not None:
+                was = self.resources.get(p.name)
+                if keep and was is not None and was.declared == decl:
+                    resources[p.name] = was
+                else:
+                    resources[p.name] = self._resource(rev.backend, p.name, t, *res, decl)
+                    created = True
+            elif inp is not None:
+                was_in = self.inputs.get(p.name)
+                if was_in is not None and was_in.declared == decl:
+                    inputs[p.name] = was_in
+                    uniforms[p.name] = self.uniforms.get(p.name, was_in.value)
+                else:
+                    kind, args = inp
+                    value = self._input_default(kind, args, t)
+                    inputs[p.name] = Input(p.name, kind, t, tuple(args), value, decl)
+                    uniforms[p.name] = value
+            elif t.kind in ("resource", "sampler"):
+                what = "texture" if t.is_texture else "buffer" if t.is_buffer else t.kind
+                raise PlaygroundError(
+                    f"global `{p.name}` ({t.name}) has no [playground::...] attribute saying how to create this "
+                    f"{what}: add e.g. [playground::ZEROS(n)], [playground::BLACK(w, h)] or [playground::SAMPLER]")
+            else:
+                before = old.globals.get(p.name) if old is not None else None
+                same = before is not None and _declaration(before) == decl and p.name in self.uniforms
+                uniforms[p.name] = self.uniforms[p.name] if same else _zero_value(t)
+        once = {e for e, a in rev.kernels if "CALL_ONCE" in a and (
+            created or old is None or e not in old.compiled or old.compiled[e].key != rev.compiled[e].key)}
+        self._bound, self.resources, self.inputs, self.uniforms = rev, resources, inputs, uniforms
+        self._once = {e for e in self._once if e in rev.compiled} | once
+        self._strings = None
+
+    # -- setup
 
     def _input_default(self, kind: str, args: Sequence[Any], t: TypeInfo) -> Any:
         if kind == "SLIDER":
@@ -412,27 +542,21 @@ class PlaygroundProgram:
             return np.array([float(a) for a in (list(args) + [0, 0, 0])[:3]], np.float32)
         if kind == "MOUSE_POSITION":
             return np.zeros(4, np.float32)
-        if kind == "FRAME_ID":
-            return 0 if (t.scalar or "").startswith(("int", "uint")) else 0.0
         return 0 if (t.scalar or "").startswith(("int", "uint")) else 0.0
 
-    def _resource(self, name: str, t: TypeInfo, kind: str, args: tuple[Any, ...]) -> Resource:
-        vk = self._vulkan()
-        backend = self.session.backend
-        if kind == "SAMPLER":
-            if vk:
-                spy = backend.spy
-                wrap = spy.TextureAddressingMode.wrap
-                lin = spy.TextureFilteringMode.linear
-                return Resource(name, kind, t, args, backend.sampler(
-                    {"min_filter": lin, "mag_filter": lin, "mip_filter": lin,
-                     "address_u": wrap, "address_v": wrap, "address_w": wrap}))
-            return Resource(name, kind, t, args, None)
+    def _resource(self, backend: Backend, name: str, t: TypeInfo, kind: str, args: tuple[Any, ...],
+                  declared: Declaration) -> Resource:
+        caps = backend.capabilities
+        value: Any
+        if kind == "SAMPLER":  # linear filtering, wrap addressing: an sgl sampler's defaults
+            value = cast(_Textures, backend).sampler("linear") if "textures" in caps else None
+            return Resource(name, kind, t, args, value, (), declared)
         if kind in ("ZEROS", "RAND", "DATA"):
             if not t.is_buffer:
                 raise PlaygroundError(f"[playground::{kind}] on `{name}` needs a structured buffer; it is {t.name}")
-            if t.shape == "byte_address_buffer":
-                base, eshape = np.dtype(np.uint32), ()
+            eshape: tuple[int, ...] = ()
+            if t.shape == "byte_address_buffer" or t.element is None:
+                base = np.dtype(np.uint32)
             else:
                 base, eshape = element_dtype(t.element)
             if kind == "DATA":
@@ -449,22 +573,26 @@ class PlaygroundProgram:
                 if kind == "RAND":
                     arr[...] = self.rng.random(arr.shape).astype(base) if base.kind == "f" else \
                         (self.rng.random(arr.shape) * 2**31).astype(base)
-            if vk:
-                value = backend.buffer(arr)
-            elif hasattr(backend, "zeros"):   # shared memory: the CPU worker uses it without copies
-                value = backend.zeros(arr.shape, arr.dtype)
+            value = arr
+            if "device_buffers" in caps:
+                value = cast(_DeviceBuffers, backend).buffer(arr)
+            elif "shared_arrays" in caps:   # the CPU worker uses shared memory without copies
+                value = cast(_SharedArrays, backend).zeros(arr.shape, arr.dtype)
                 value[...] = arr
-            else:
-                value = arr
-            return Resource(name, kind, t, args, value, (arr.shape[0],))
+            return Resource(name, kind, t, args, value, (arr.shape[0],), declared)
         if kind in ("BLACK", "BLACK_3D", "BLACK_SCREEN", "URL"):
             if not t.is_texture:
                 raise PlaygroundError(f"[playground::{kind}] on `{name}` needs a texture; it is {t.name}")
+            if "textures" not in caps:
+                raise PlaygroundError(
+                    f"`{name}` ({t.name}, [playground::{kind}]) is a texture, and the {backend.name} backend has no "
+                    "textures: run this cell on Vulkan (`%slang_backend vulkan`, or Session(backend='vulkan'))")
             dt, ch = _texel(t)
             dims = 3 if kind == "BLACK_3D" else 2
             if kind == "URL":
                 arr = self._load_image(str(args[0]), ch, dt)
             else:
+                shape: tuple[int, ...]
                 if kind == "BLACK":
                     shape = (int(args[1]), int(args[0]))
                 elif kind == "BLACK_3D":
@@ -472,15 +600,11 @@ class PlaygroundProgram:
                 else:
                     shape = (max(1, int(self.screen[1] * float(args[1]))), max(1, int(self.screen[0] * float(args[0]))))
                 arr = np.zeros((*shape, ch), dt)
-            if not vk:
-                raise PlaygroundError(
-                    f"`{name}` ({t.name}, [playground::{kind}]) is a texture, and the {backend.name} backend has no "
-                    "textures: run this cell on Vulkan (`%slang_backend vulkan`, or Session(backend='vulkan'))")
-            value = backend.texture(arr, dims=dims)
-            return Resource(name, kind, t, args, value, arr.shape[:dims])
+            value = cast(_Textures, backend).texture(arr, dims=dims)
+            return Resource(name, kind, t, args, value, arr.shape[:dims], declared)
         raise PlaygroundError(f"unknown playground resource {kind}")
 
-    def _load_image(self, url: str, channels: int, dt: np.dtype) -> np.ndarray:
+    def _load_image(self, url: str, channels: int, dt: np.dtype[Any]) -> np.ndarray:
         import io
 
         from PIL import Image
@@ -497,7 +621,7 @@ class PlaygroundProgram:
 
     # -- running
 
-    def _groups(self, ck: "CompiledKernel", attrs: Mapping[str, tuple[Any, ...]]) -> tuple[int, int, int]:
+    def _groups(self, ck: CompiledKernel, attrs: Mapping[str, tuple[Any, ...]]) -> tuple[int, int, int]:
         ep = ck.entry_point
         if "CALL" in attrs:
             xyz = [int(a) for a in attrs["CALL"]] + [1, 1, 1]
@@ -540,11 +664,11 @@ class PlaygroundProgram:
             self.uniforms[k] = v
 
     def frame(self, **values: Any) -> "PlaygroundProgram":
-        """Run one frame: CALL entry points in declaration order (CALL::ONCE ones on frame 0 only)."""
+        """Run one frame: CALL entry points in declaration order (CALL::ONCE ones on frame 0 only, and
+        again after a re-bind changed them or made a resource anew). Follows the cell first."""
         with self._lock:
-            if self.session.revision != self._revision or self.session.backend is not self._backend:
-                raise PlaygroundError(f"{self.cell} changed (or the backend did) since this view was made: "
-                                      "re-run the cell")
+            self.follow()
+            rev = self._rev
             self.set(**values)
             for name, inp in self.inputs.items():
                 if inp.kind == "TIME" and "TIME" not in values and name not in values:
@@ -555,19 +679,20 @@ class PlaygroundProgram:
             if printing is not None:
                 self._clear_prints(printing)
             vals = {**self.uniforms, **{n: r.value for n, r in self.resources.items()}}
-            for name, attrs in self.kernels:
-                if "CALL_ONCE" in attrs and self.frame_index > 0:
+            for name, attrs in rev.kernels:
+                if "CALL_ONCE" in attrs and name not in self._once:
                     continue
-                ck = self._compiled[name]
+                ck = rev.compiled[name]
                 groups = self._groups(ck, attrs)
                 kv = {k: vals[k] for k in ck.parameter_names if k in vals}
                 for p in ck.entry_point.uniforms:
                     kv.setdefault(p.name, _zero_value(p.type))
-                dispatch(self.session, ck, groups, kv)
+                dispatch(rev.backend, ck, groups, kv)
+            self._once.clear()
             self.frame_index += 1
-            if printing is not None and "print" in self.source:
+            if printing is not None and "print" in rev.source:
                 if self._strings is None:
-                    self._strings = string_table(self.source, *self._module_sources())
+                    self._strings = string_table(rev.source, *rev.sources)
                 self.printed = decode_prints(self._read(printing), self._strings)
         return self
 
@@ -576,22 +701,18 @@ class PlaygroundProgram:
         if isinstance(v, np.ndarray):
             v.reshape(-1)[:1] = 0
         elif hasattr(v, "upload"):
-            z = np.zeros(v.shape, v.dtype)
-            v.upload(z)
-
-    def _module_sources(self) -> list[str]:
-        s = self.session
-        return [s.cell(n).source for n in s.cells]
+            v.upload(np.zeros(v.shape, v.dtype))
 
     # -- outputs
 
     def output_name(self) -> str | None:
         """The texture the view shows (see the module docstring for the rule)."""
-        if "outputTexture" in self.resources and re.search(r"\b(outputTexture|drawPixel)\b", self.source):
+        source = self.source
+        if "outputTexture" in self.resources and re.search(r"\b(outputTexture|drawPixel)\b", source):
             return "outputTexture"
         for n, r in self.resources.items():
             if r.type.is_texture and r.type.writable and r.type.shape == "texture_2d" and \
-                    re.search(rf"\b{re.escape(n)}\b", self.source):
+                    re.search(rf"\b{re.escape(n)}\b", source):
                 return n
         return None
 
@@ -611,73 +732,24 @@ class PlaygroundProgram:
             raise PlaygroundError(f"{self.cell} has no image output")
         return to_rgba8(self.read(name))
 
-    def controls(self) -> dict[str, Any]:
-        """LiveImage controls for the program's inputs."""
-        from .widgets import Color, Frame, Key, Mouse, Slider, Time
-
-        out: dict[str, Any] = {}
-        for n, inp in self.inputs.items():
-            if inp.kind == "SLIDER":
-                a = [float(x) for x in inp.args] + [0.0, 0.0, 1.0][len(inp.args):]
-                lo, hi = min(a[1], a[2]), max(a[1], a[2])
-                hi = hi if hi > lo else lo + 1.0
-                out[n] = Slider(lo, hi, min(max(a[0], lo), hi))
-            elif inp.kind == "COLOR_PICK":
-                out[n] = Color(tuple(float(min(max(x, 0.0), 1.0)) for x in inp.value))
-            elif inp.kind == "TIME":
-                out[n] = Time(playing=True)
-            elif inp.kind == "FRAME_ID":
-                out[n] = Frame()
-            elif inp.kind == "MOUSE_POSITION":
-                out[n] = Mouse()
-            elif inp.kind == "KEY":
-                out[n] = Key(str(inp.args[0]) if inp.args else "KeyA")
-        return out
-
-    def view(self, **kwargs: Any) -> Any:
-        """A LiveImage (inputs live) or ImageView of the output, with a Playground link button."""
-        from .widgets.live_kernel import playground_view
-
-        return playground_view(self, **kwargs)
-
     def __repr__(self) -> str:
         return (f"<PlaygroundProgram {self.cell}: kernels {[k for k, _ in self.kernels]}, "
                 f"resources {list(self.resources)}, inputs {list(self.inputs)}>")
 
 
-# -- live kernels -------------------------------------------------------------------------------------
-
-
-def live(kernel: Any, image: str = "outputTexture", controls: Mapping[str, Any] | None = None, *,
-         values: Mapping[str, Any] | None = None, threads: Any = None, groups: Any = None,
-         size: tuple[int, int] | None = None, **kwargs: Any) -> Any:
-    """A LiveImage showing ``image`` (a texture or (H, W, C) array parameter of ``kernel``), with
-    ``controls`` (name -> Slider/Color/Time/Frame/Mouse) driving the kernel's uniforms of those names.
-    See :func:`slang_kernel.widgets.live_kernel.live`."""
-    from .widgets.live_kernel import live as _live
-
-    return _live(kernel, image=image, controls=controls, values=values, threads=threads, groups=groups,
-                 size=size, **kwargs)
-
-
-# -- the magic's hook -------------------------------------------------------------------------------
+def program_for(session: "Session", cell: str) -> PlaygroundProgram | None:
+    """A program for a Slang Playground cell with [playground::CALL...] entry points (None for any
+    other cell: it only compiles). Raises PlaygroundError when the cell cannot run here."""
+    if not is_playground(session.cell(cell).source):
+        return None
+    prog = PlaygroundProgram(session, cell)
+    return prog if prog.runnable else None
 
 
 def show_cell(session: "Session", cell: str, *, display: Callable[[Any], Any] | None = None) -> Any:
-    """After a cell compiled: run and display it if it is a runnable playground cell (else None)."""
-    c = session.cell(cell)
-    if not is_playground(c.source):
-        return None
-    if display is None:
-        from IPython.display import display as _display
+    """Run and display a playground cell: moved to ``slang_kernel.widgets.show_cell`` (a view is the
+    widgets' side). TODO(front ends): frontend.py and magics import it from there; then this forwarder,
+    the one import of a widget module left here, goes."""
+    from .widgets.playground_view import show_cell as show
 
-        display = _display
-    prog = PlaygroundProgram(session, cell)
-    if not prog.runnable:
-        return None
-    prog.frame()
-    if prog.printed:
-        print(prog.printed, end="" if prog.printed.endswith("\n") else "\n")
-    view = prog.view()
-    display(view)
-    return prog
+    return show(session, cell, display=display)

@@ -1,5 +1,7 @@
 """Python side of the notebook widgets: paging messages, histogram, heat map, NaN detection, diff,
-control validation, static fallbacks. Fast; no browser, no Slang engine."""
+control validation, static fallbacks; and live views following their cells (hot reload: an edit
+reaches the next frame, an unrelated cell changes nothing, a broken edit keeps the last good
+revision with the error in each frame's header). Fast; no browser."""
 
 from __future__ import annotations
 
@@ -369,3 +371,125 @@ def test_key_control_takes_only_0_or_1() -> None:
     assert key.spec("jump")["code"] == "Space" and key.default == 0.0
     assert W.validate_values({"jump": key}, {"jump": 1}) == {"jump": 1.0}
     assert W.validate_values({"jump": key}, {"jump": 0.5, "other": 1}) == {}
+
+
+
+def test_set_controls_keeps_values_of_the_same_name() -> None:
+    live = W.LiveImage(lambda v: np.zeros((2, 2, 3), np.uint8), {"a": W.Slider(0, 1, 0.5), "t": W.Time()})
+    live.set_values({"a": 0.75, "t": 900.0})
+    live.set_controls({"a": W.Slider(0, 0.5, 0.1), "b": W.Color((0.0, 1.0, 0.0)), "t": W.Time()})
+    assert live.values == {"a": 0.1, "b": (0.0, 1.0, 0.0), "t": 900.0}   # 0.75 is out of the new range
+    assert [c["name"] for c in live._controls] == ["a", "b", "t"] and live._controls[2]["value"] == 900.0
+    assert W.Time(value=250.0).spec("t")["value"] == 250.0 and W.Frame(value=7).default == 7
+
+
+# ---------------------------------------------------------------- live views follow their cells
+
+IMAGE_KERNEL = """
+[shader("compute")][numthreads(4, 4, 1)]
+void paint(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float4> image, uniform float gain)
+{ image[t.y * 4 + t.x] = float4(COLOR * gain, 1.0); }
+"""
+
+
+def _frame(view: W.LiveImage, req: int, **values: object) -> np.ndarray:
+    view._on_msg(view, {"type": "frame", "values": values, "req": req}, [])
+    assert view._frame_meta["reqs"] == [req]
+    return np.asarray(view.image)
+
+
+def test_live_kernel_follows_its_cell(cpu_session) -> None:
+    s = cpu_session
+    s.run_cell(IMAGE_KERNEL.replace("COLOR", "float3(1, 0, 0)"), name="painter")
+    image = np.zeros((4, 4, 4), np.float32)
+    view = W.live(s.kernel("paint"), image="image", controls={"gain": W.Slider(0, 1, 1.0)},
+                  values={"image": image}, threads=(4, 4, 1), display_size=(4, 4))
+    assert tuple(view.image[0, 0]) == (255, 0, 0, 255) and view._frame_meta["error"] is None
+    assert tuple(_frame(view, 1, gain=0.5)[0, 0]) == (128, 0, 0, 255)
+    good = view.follower.good
+
+    s.run_cell("float unrelated(float x) { return x; }", name="elsewhere")
+    assert tuple(_frame(view, 2)[0, 0]) == (128, 0, 0, 255) and view.follower.good is good
+
+    s.run_cell(IMAGE_KERNEL.replace("COLOR", "float3(0, 1, 0)"), name="painter")   # the edit
+    assert tuple(_frame(view, 3)[0, 0]) == (0, 128, 0, 255)                      # on the next frame
+    assert view._frame_meta["error"] is None and view.follower.good is not good
+
+    with pytest.raises(Exception, match="did not compile"):
+        s.run_cell(IMAGE_KERNEL.replace("COLOR", "float3(0, 0, 1) +"), name="painter")
+    assert tuple(_frame(view, 4)[0, 0]) == (0, 128, 0, 255)                      # the last good one
+    error = view._frame_meta["error"]
+    assert error and "still running the last good revision" in error and "painter" in error
+    assert _frame(view, 5) is not None and view._frame_meta["error"] == error    # every frame says so
+
+    s.run_cell(IMAGE_KERNEL.replace("COLOR", "float3(0, 0, 1)"), name="painter")   # the fix
+    assert tuple(_frame(view, 6)[0, 0]) == (0, 0, 128, 255) and view._frame_meta["error"] is None
+
+
+def test_live_kernel_keeps_the_last_good_revision_when_parameters_change(cpu_session) -> None:
+    s = cpu_session
+    s.run_cell(IMAGE_KERNEL.replace("COLOR", "float3(1, 1, 1)"), name="params")
+    image = np.zeros((4, 4, 4), np.float32)
+    view = W.live(s.kernel("paint"), image="image", controls={"gain": W.Slider(0, 1, 1.0)},
+                  values={"image": image}, threads=(4, 4, 1))
+    s.run_cell(IMAGE_KERNEL.replace("uniform float gain", "uniform float gain, uniform float bias")
+               .replace("COLOR", "float3(bias)"), name="params")
+    assert tuple(_frame(view, 1, gain=0.5)[0, 0]) == (128, 128, 128, 255)   # the old code, the new value
+    assert "bias" in view._frame_meta["error"] and "still running" in view._frame_meta["error"]
+
+
+@pytest.mark.vulkan
+def test_playground_view_follows_edits_inputs_and_errors() -> None:
+    from tests.test_playground import GREEN, LIVE, RED, _vulkan_session
+
+    vk = _vulkan_session()
+    try:
+        vk.run_cell(LIVE.replace("COLOR", RED), name="pgview")
+        prog = W.show_cell(vk, "pgview", display=lambda _: None)
+        assert prog is not None
+        view = W.playground_view(prog)
+        image = view.image
+        assert isinstance(image, W.PlaygroundImage) and [c["name"] for c in image._controls] == ["gain", "time"]
+        assert tuple(_frame(image, 1, gain=1.0, time=10.0)[0, 0]) == (255, 0, 0, 255)
+
+        vk.run_cell(LIVE.replace("COLOR", GREEN), name="pgview")
+        assert tuple(_frame(image, 2, time=20.0)[0, 0]) == (0, 255, 0, 255)   # slider value kept
+
+        vk.run_cell(LIVE.replace("COLOR", "tint").replace(
+            "[playground::TIME]", "[playground::COLOR_PICK(0.0, 0.0, 1.0)]\nuniform float3 tint;\n[playground::TIME]"),
+            name="pgview")
+        assert tuple(_frame(image, 3, time=30.0)[0, 0]) == (0, 0, 255, 255)
+        assert [c["name"] for c in image._controls] == ["gain", "tint", "time"]   # the new input's control
+        assert image.values["gain"] == 1.0
+
+        with pytest.raises(Exception, match="did not compile"):
+            vk.run_cell(LIVE.replace("COLOR", "float3(1.0, 1.0, 0.0) oops"), name="pgview")
+        assert tuple(_frame(image, 4, time=40.0)[0, 0]) == (0, 0, 255, 255)
+        assert "oops" in image._frame_meta["error"] and prog.error == image._frame_meta["error"]
+        vk.run_cell(LIVE.replace("COLOR", "float3(1.0, 1.0, 0.0)"), name="pgview")
+        assert tuple(_frame(image, 5, time=50.0)[0, 0]) == (255, 255, 0, 255)
+        assert image._frame_meta["error"] is None and [c["name"] for c in image._controls] == ["gain", "time"]
+    finally:
+        vk.close()
+
+
+@pytest.mark.vulkan
+def test_rerunning_a_playground_cell_continues_its_program() -> None:
+    from tests.test_playground import GREEN, LIVE, RED, _vulkan_session
+
+    vk = _vulkan_session()
+    shown: list = []
+    try:
+        vk.run_cell(LIVE.replace("COLOR", RED), name="again")
+        first = W.show_cell(vk, "again", display=shown.append)
+        assert first is not None
+        first.frame(gain=0.25, time=5000.0)
+        vk.run_cell(LIVE.replace("COLOR", GREEN), name="again")   # the notebook cell re-run
+        second = W.show_cell(vk, "again", display=shown.append)
+        assert second is first and len(shown) == 2
+        assert shown[0].image.comm is None                         # the replaced output's widget is closed
+        controls = shown[1].image.controls
+        assert controls["gain"].value == 0.25 and controls["time"].default > 0   # the slider and the clock go on
+        assert tuple(shown[1].image.image[0, 0]) == (0, 64, 0, 255)
+    finally:
+        vk.close()

@@ -1,6 +1,6 @@
 """Notebook widgets for buffers and images (anywidget; binary transport; PNG/HTML fallbacks).
 
-They depend only on numpy arrays and callbacks, not on the Slang engine:
+The views themselves depend only on numpy arrays and callbacks, not on the Slang engine:
 
 * :class:`BufferView` - paged table / heat map / histogram / diff of any numpy array.
 * :class:`ImageView` - float or uint8 image with exposure, colormap, zoom/pan, pixel inspection.
@@ -10,6 +10,12 @@ They depend only on numpy arrays and callbacks, not on the Slang engine:
   before/after a pass), laid out in the browser by the vendored dagre (``vendor/``).
 * :class:`GradientFlow` - autodiff gradients vs finite differences on a data-flow graph; gradient
   buffers of a training loop over iterations (``record``).
+
+Two modules bind them to the engine (one way: the engine imports no widget), following their cells
+as they are re-run (hot reload):
+
+* :func:`live` - a LiveImage driving a compute kernel's uniforms (``live_kernel``);
+* :func:`playground_view` / :func:`show_cell` - what a Slang Playground cell shows (``playground_view``).
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ from .controls import Color, Control, Frame, InvalidControlValue, Key, Mouse, Sl
 from .gradient_flow import GradientFlow
 from .image_view import ImageView, LiveImage
 from .ir_graph import IRGraph
+from .live_kernel import LiveKernelImage, live
+from .playground_view import PlaygroundImage, PlaygroundView, controls_for, playground_view, show_cell
 
 __all__ = [
     "BufferView",
@@ -35,4 +43,11 @@ __all__ = [
     "Key",
     "InvalidControlValue",
     "validate_values",
+    "LiveKernelImage",
+    "PlaygroundImage",
+    "PlaygroundView",
+    "controls_for",
+    "live",
+    "playground_view",
+    "show_cell",
 ]

@@ -61,7 +61,7 @@ def tonemap(
     with np.errstate(invalid="ignore"):  # NaN pixels cast to anything here; they are painted last
         if c == 1:
             f = x[:, :, 0].astype(np.float32)
-            nan = np.isnan(f)
+            nan: np.ndarray = np.isnan(f)
             f *= scale
             f -= np.float32(lo)
             f *= np.float32(255.0 / ((hi - lo) or 1.0))
@@ -74,7 +74,7 @@ def tonemap(
             m = min(c, 3)
             f = x[:, :, :m].astype(np.float32)  # one copy, then in place: 512x512 RGBA in ~8 ms, not 15
             f *= scale
-            nan = np.isnan(f).any(axis=2)
+            nan = np.asarray(np.isnan(f).any(axis=2))
             np.clip(f, 0.0, 1.0, out=f)
             if srgb:
                 f = np.where(f <= 0.0031308, f * 12.92, 1.055 * np.power(f, 1 / 2.4) - 0.055)

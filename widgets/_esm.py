@@ -5,6 +5,7 @@ vendored dagre (``./vendor/dagre.esm.js``) are replaced by the code itself."""
 from __future__ import annotations
 
 import pathlib
+from typing import Any
 import re
 
 __all__ = ["bundle_esm"]
@@ -43,8 +44,8 @@ class HtmlFallback:
     def to_html(self) -> str:
         raise NotImplementedError
 
-    def _repr_mimebundle_(self, **kwargs: object) -> object:
-        bundle = super()._repr_mimebundle_(**kwargs)  # type: ignore[misc]
+    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        bundle: tuple[dict[str, Any], dict[str, Any]] | None = super()._repr_mimebundle_(**kwargs)  # type: ignore[misc]
         if bundle is None:
             return None
         data, meta = bundle

@@ -6,7 +6,7 @@ these JSON headers, never as base64 inside them.
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict
+from typing import Any, Literal, TypedDict
 
 __all__ = [
     "ColumnSpec",
@@ -117,10 +117,7 @@ class HistogramData(TypedDict):
 # ---------------------------------------------------------------- ImageView / LiveImage
 
 
-class FrameMeta(TypedDict):
-    """Header of the frame in ``_frame`` (row-major H x W x C, dtype ``u1`` or ``f4``; ``jpeg``: a
-    live loop's preview, decoded to RGBA; with ``toned`` it is a float frame already tone-mapped)."""
-
+class _FrameHeader(TypedDict):
     width: int
     height: int
     channels: int
@@ -128,6 +125,19 @@ class FrameMeta(TypedDict):
     seq: int
     lo: float
     hi: float
+    error: str | None
+
+
+class FrameMeta(_FrameHeader, total=False):
+    """Header of the frame in ``_frame`` (row-major H x W x C, dtype ``u1`` or ``f4``; ``jpeg``: a
+    live loop's preview, decoded to RGBA; with ``toned`` it is a float frame already tone-mapped).
+
+    error: what the view shows over the frame while it is not what the user last asked for (the
+    cell's new revision did not compile, so the frame comes from the last good one); None when
+    there is nothing to say. Every frame carries it, so the banner goes away with the next good frame.
+    """
+
+    toned: bool
 
 
 class FrameRequest(TypedDict, total=False):
@@ -161,9 +171,15 @@ class ExactRequest(TypedDict, total=False):
     req: int
 
 
-class FrameError(TypedDict):
+class _FrameErrorBase(TypedDict):
     type: Literal["error"]
     message: str
+
+
+class FrameError(_FrameErrorBase, total=False):
+    """Python -> browser: rendering failed (no frame); reqs: the requests it answers."""
+
+    reqs: list[int]
 
 
 class ControlSpec(TypedDict, total=False):
@@ -176,6 +192,7 @@ class ControlSpec(TypedDict, total=False):
     step: float
     value: object
     code: str       # key: KeyboardEvent.code
+    playing: bool   # time: play from the start
 
 
 # ---------------------------------------------------------------- IRGraph (data: slang_kernel.gradients)
@@ -218,8 +235,8 @@ class IRViewData(TypedDict):
     id: str
     title: str           # "module (-g)", "AFTER finalizeAutoDiffPass", "BEFORE simplifyIR", ...
     functions: list[IRFunctionData]
-    edges: list[dict]    # function level: call / derivative / copy (slang_kernel.ir.to_graph)
-    derivatives: list[dict]
+    edges: list[dict[str, Any]]    # function level: call / derivative / copy (slang_kernel.ir.to_graph)
+    derivatives: list[dict[str, Any]]
     errors: list[str]
 
 
@@ -272,4 +289,4 @@ class TrainMeta(TypedDict):
     """
 
     steps: list[int]
-    params: list[dict]
+    params: list[dict[str, Any]]

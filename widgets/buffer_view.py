@@ -53,7 +53,7 @@ def _column_paths(dtype: np.dtype, comp: tuple[int, ...]) -> list[tuple[str, tup
                 walk(f"{name}.{suf}" if name and suf[0] != "[" else name + suf, keys + (idx,), dt, ())
         elif dt.names:
             for f in dt.names:
-                fdt = dt.fields[f][0]
+                fdt = dt[f]
                 base, sub = fdt.subdtype or (fdt, ())
                 walk(f"{name}.{f}" if name else f, keys + (f,), base, tuple(sub))
         else:
@@ -214,19 +214,19 @@ class BufferView(HtmlFallback, anywidget.AnyWidget):
             raise ValueError(f"components={k} leaves no row dimension for shape {a.shape}")
         lead, comp = a.shape[: a.ndim - k], a.shape[a.ndim - k:]
         self._array, self._lead, self._comp = a, tuple(lead), tuple(comp)
-        self._flat = np.ascontiguousarray(a).reshape((int(np.prod(lead)),) + tuple(comp))
+        self._flat: np.ndarray = np.ascontiguousarray(a).reshape((int(np.prod(lead)),) + tuple(comp))
         paths = _column_paths(a.dtype, self._comp)[:_MAX_COLUMNS]
         if self._names is not None:
             if len(self._names) != len(paths):
                 raise ValueError(f"{len(self._names)} column names for {len(paths)} columns")
             paths = [(n, keys, dt) for n, (_, keys, dt) in zip(self._names, paths)]
         self._paths = paths
-        self._cmp = None
+        self._cmp: np.ndarray | None = None
         with self.hold_sync():
-            self.rows = self._flat.shape[0]
+            self.rows = len(self._flat)
             self.shape = list(a.shape)
             self.dtype = str(a.dtype)
-            self._columns = [ColumnSpec(name=n, wire=_wire_dtype(dt)) for n, _, dt in paths]
+            self._columns = [dict(ColumnSpec(name=n, wire=_wire_dtype(dt))) for n, _, dt in paths]
             if self.column >= len(paths):
                 self.column = 0
             if compare is not None:

@@ -111,14 +111,20 @@ class Color(Control):
 
 @dataclass
 class Time(Control):
-    """Milliseconds since play started (paused: frozen). The browser drives it with play/pause."""
+    """Milliseconds since play started (paused: frozen). The browser drives it with play/pause.
+
+    value: where it starts (a new view of a running program continues its clock)."""
 
     playing: bool = False
+    value: float = 0.0
     kind = "time"
+
+    def __post_init__(self) -> None:
+        self.value = self.validate(self.value)
 
     @property
     def default(self) -> float:
-        return 0.0
+        return float(self.value)
 
     def validate(self, value: object) -> float:
         f = _real(value, "time")
@@ -128,19 +134,23 @@ class Time(Control):
 
     def spec(self, name: str) -> ControlSpec:
         spec = super().spec(name)
-        spec["playing"] = self.playing  # type: ignore[typeddict-unknown-key]
+        spec["playing"] = self.playing
         return spec
 
 
 @dataclass
 class Frame(Control):
-    """Frame counter from 0, advanced by the browser's frame loop."""
+    """Frame counter, advanced by the browser's frame loop; value: where it starts (default 0)."""
 
+    value: int = 0
     kind = "frame"
+
+    def __post_init__(self) -> None:
+        self.value = self.validate(self.value)
 
     @property
     def default(self) -> int:
-        return 0
+        return int(self.value)
 
     def validate(self, value: object) -> int:
         f = _real(value, "frame")
@@ -191,7 +201,7 @@ class Key(Control):
 
     def spec(self, name: str) -> ControlSpec:
         spec = super().spec(name)
-        spec["code"] = self.code  # type: ignore[typeddict-unknown-key]
+        spec["code"] = self.code
         return spec
 
 

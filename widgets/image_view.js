@@ -4,7 +4,10 @@
 // Mouse control owns plain drags), hover shows (x, y) and the raw pixel values.
 // Live controls: at most two frame requests are in flight (request n+1 is rendered while frame n
 // travels); a new request is sent only when an answer came back (frame drawn or error), each one with
-// the newest control values, so frames never queue.
+// the newest control values, so frames never queue. The controls are redrawn when `_controls` changes
+// (a re-run cell with other inputs), the loop playing on. A frame's `error` (e.g. the cell's new
+// revision did not compile, this frame is from the last good one) shows as a banner over the image
+// until a frame without one arrives.
 
 import { el } from "./_dom.js";
 const NAN_RGB = [255, 0, 255];
@@ -94,7 +97,9 @@ function render({ model, el: host }) {
 
   const ctrlBox = el("div", "sk-img-controls", root);
   const [dw, dh] = model.get("display_size");
-  const canvas = el("canvas", "sk-img-canvas", root);
+  const stage = el("div", "sk-img-stage", root);
+  const canvas = el("canvas", "sk-img-canvas", stage);
+  const banner = el("pre", "sk-img-banner", stage);
   canvas.width = dw; canvas.height = dh;
   canvas.style.width = dw + "px"; canvas.style.height = dh + "px";
   const ctx = canvas.getContext("2d");
@@ -186,6 +191,7 @@ function render({ model, el: host }) {
         retone();
       }
       if (sizeChanged || !fitted) fit();
+      showError(m.error);
       root.dataset.frames = String(Number(root.dataset.frames) + 1);
       const now = performance.now();
       drawnTimes.push(now);
@@ -236,23 +242,19 @@ function render({ model, el: host }) {
   }, { passive: false });
 
   // KEY inputs: 1 while the key is held with the image focused (click it first); the notebook's own
-  // shortcuts do not see those keys meanwhile
-  const keyCtls = (model.get("_controls") || []).filter((c) => c.kind === "key");
-  if (keyCtls.length) {
-    root.tabIndex = 0;
-    const onKey = (down) => (ev) => {
-      const hit = keyCtls.filter((c) => c.code === ev.code);
-      if (!hit.length) return;
-      ev.preventDefault(); ev.stopPropagation();
-      if (ev.repeat) return;
-      const v = {};
-      for (const c of hit) v[c.name] = down ? 1 : 0;
-      want(v);
-    };
-    root.addEventListener("keydown", onKey(true));
-    root.addEventListener("keyup", onKey(false));
-  }
-  const mouseCtl = (model.get("_controls") || []).find((c) => c.kind === "mouse");
+  // shortcuts do not see those keys meanwhile. The controls of each kind are set by buildControls.
+  let specs = [], timeCtl, frameCtl, keyCtls = [], mouseCtl;
+  const onKey = (down) => (ev) => {
+    const hit = keyCtls.filter((c) => c.code === ev.code);
+    if (!hit.length) return;
+    ev.preventDefault(); ev.stopPropagation();
+    if (ev.repeat) return;
+    const v = {};
+    for (const c of hit) v[c.name] = down ? 1 : 0;
+    want(v);
+  };
+  root.addEventListener("keydown", onKey(true));
+  root.addEventListener("keyup", onKey(false));
   let drag = null, mouse = [0, 0, 0, 0];
   canvas.addEventListener("pointerdown", (ev) => {
     canvas.setPointerCapture(ev.pointerId);
@@ -297,9 +299,6 @@ function render({ model, el: host }) {
   srgb.addEventListener("change", () => { model.set("srgb", srgb.checked); model.save_changes(); });
 
   // ---- live controls + frame loop with acknowledgement-based flow control
-  const specs = model.get("_controls") || [];
-  const timeCtl = specs.find((c) => c.kind === "time");
-  const frameCtl = specs.find((c) => c.kind === "frame");
   // Flow control (like jupyter_rfb's max_buffered_frames): a request goes out only when fewer than
   // LOW frames are on their way, so the kernel renders the next frame while the last one travels and
   // frames never queue up. Every request carries the newest values. A playing loop asks for BATCH
@@ -354,52 +353,74 @@ function render({ model, el: host }) {
       model.send({ type: "exact", req });
     }
   }
-  for (const spec of specs) {
-    const row = el("label", "sk-ctl sk-ctl-" + spec.kind, ctrlBox);
-    row.dataset.name = spec.name;
-    if (spec.kind === "slider") {
-      el("span", "sk-ctl-name", row, spec.name + " ");
-      const inp = el("input", "", row);
-      Object.assign(inp, { type: "range", min: spec.min, max: spec.max, step: spec.step });
-      inp.value = spec.value;
-      const val = el("span", "sk-img-val", row, fmt(Number(spec.value)));
-      inp.addEventListener("input", () => { val.textContent = fmt(Number(inp.value)); want({ [spec.name]: Number(inp.value) }); });
-    } else if (spec.kind === "color") {
-      el("span", "sk-ctl-name", row, spec.name + " ");
-      const inp = el("input", "", row);
-      inp.type = "color";
-      inp.value = rgbToHex(spec.value);
-      inp.addEventListener("input", () => want({ [spec.name]: hexToRgb(inp.value) }));
-    } else if (spec.kind === "time") {
-      const btn = el("button", "sk-play", row, "\u25b6 play");
-      const lbl = el("span", "sk-img-val", row, "t = 0 ms");
-      const setPlaying = (on) => {
-        playing = on;
-        btn.textContent = on ? "\u23f8 pause" : "\u25b6 play";
-        if (on) { playStart = performance.now() - timeMs; pump(); }
-      };
-      timeMs = Number(spec.value) || 0;  // a re-created view (after a snapshot) continues where it was
-      btn.addEventListener("click", () => {
-        const pausing = playing;
-        setPlaying(!playing);
-        if (pausing) model.send({ type: "paused" });  // Python makes the saved PNG this last frame
-      });
-      const tick = setInterval(() => {
-        if (!root.isConnected) { clearInterval(tick); playing = false; return; }
-        lbl.textContent = `t = ${timeMs.toFixed(0)} ms`;
-        const now = performance.now();
-        while (drawnTimes.length && drawnTimes[0] < now - 1000) drawnTimes.shift();
-        fpsLbl.textContent = playing ? `  ${drawnTimes.length} fps` : "";
-      }, 250);
-      if (spec.playing) setPlaying(true);
-    }
+  let playBtn = null, timeLbl = null;
+  function setPlaying(on) {
+    playing = on && !!timeCtl;
+    if (playBtn) playBtn.textContent = playing ? "\u23f8 pause" : "\u25b6 play";
+    if (playing) { playStart = performance.now() - timeMs; pump(); }
   }
+  function buildControls(first) {
+    // first: the view's own start (it may continue a clock: a re-created or re-displayed view);
+    // later: the controls changed (a re-run cell with other inputs), the loop plays on as it was
+    specs = model.get("_controls") || [];
+    timeCtl = specs.find((c) => c.kind === "time");
+    frameCtl = specs.find((c) => c.kind === "frame");
+    keyCtls = specs.filter((c) => c.kind === "key");
+    mouseCtl = specs.find((c) => c.kind === "mouse");
+    if (keyCtls.length) root.tabIndex = 0;  // KEY inputs: 1 while held with the image focused
+    ctrlBox.textContent = "";
+    playBtn = timeLbl = null;
+    for (const spec of specs) {
+      const row = el("label", "sk-ctl sk-ctl-" + spec.kind, ctrlBox);
+      row.dataset.name = spec.name;
+      if (spec.kind === "slider") {
+        el("span", "sk-ctl-name", row, spec.name + " ");
+        const inp = el("input", "", row);
+        Object.assign(inp, { type: "range", min: spec.min, max: spec.max, step: spec.step });
+        inp.value = spec.value;
+        const val = el("span", "sk-img-val", row, fmt(Number(spec.value)));
+        inp.addEventListener("input", () => { val.textContent = fmt(Number(inp.value)); want({ [spec.name]: Number(inp.value) }); });
+      } else if (spec.kind === "color") {
+        el("span", "sk-ctl-name", row, spec.name + " ");
+        const inp = el("input", "", row);
+        inp.type = "color";
+        inp.value = rgbToHex(spec.value);
+        inp.addEventListener("input", () => want({ [spec.name]: hexToRgb(inp.value) }));
+      } else if (spec.kind === "time") {
+        if (first) timeMs = Number(spec.value) || 0;  // a re-created view continues where it was
+        playBtn = el("button", "sk-play", row);
+        timeLbl = el("span", "sk-img-val", row, `t = ${timeMs.toFixed(0)} ms`);
+        playBtn.addEventListener("click", () => {
+          const pausing = playing;
+          setPlaying(!playing);
+          if (pausing) model.send({ type: "paused" });  // Python makes the saved PNG this last frame
+        });
+      }
+    }
+    if (first && frameCtl) frameId = Number(frameCtl.value) || 0;
+    setPlaying(first ? !!(timeCtl && timeCtl.playing) : playing);
+  }
+  buildControls(true);
+  const tick = setInterval(() => {
+    if (!root.isConnected) { clearInterval(tick); playing = false; return; }
+    if (timeLbl) timeLbl.textContent = `t = ${timeMs.toFixed(0)} ms`;
+    const now = performance.now();
+    while (drawnTimes.length && drawnTimes[0] < now - 1000) drawnTimes.shift();
+    fpsLbl.textContent = playing ? `  ${drawnTimes.length} fps` : "";
+  }, 250);
 
+  function showError(text) {
+    const t = text || "";
+    if (banner.textContent !== t) banner.textContent = t;
+    banner.classList.toggle("sk-on", t !== "");
+    root.dataset.error = t ? "1" : "";
+  }
   function onFrame() { loadFrame().then(() => { syncBar(); errBox.textContent = ""; ack(); }); }
+  function onControls() { buildControls(false); }
   function onCustom(msg) {
-    if (msg && msg.type === "error") {
+    if (msg && msg.type === "error") {  // the render failed: no frame, the loop stops
       errBox.textContent = msg.message;
-      playing = false;
+      setPlaying(false);
       if (Array.isArray(msg.reqs)) settle(msg); else inFlight.clear();
       ack();
     }
@@ -411,6 +432,7 @@ function render({ model, el: host }) {
   model.on("change:_frame_meta", onFrame);
   model.on("msg:custom", onCustom);
   model.on("change:_epoch", onEpoch);
+  model.on("change:_controls", onControls);
   for (const k of ["exposure", "colormap", "srgb", "range"]) model.on("change:" + k, onTone);
   loadFrame(true).then(() => { syncBar(); ack(); });
   syncBar();
@@ -419,6 +441,7 @@ function render({ model, el: host }) {
     model.off("change:_frame_meta", onFrame);
     model.off("msg:custom", onCustom);
     model.off("change:_epoch", onEpoch);
+    model.off("change:_controls", onControls);
     for (const k of ["exposure", "colormap", "srgb", "range"]) model.off("change:" + k, onTone);
   }
   return cleanup;

@@ -12,7 +12,7 @@ import io
 import logging
 import pathlib
 import time
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Literal, Mapping
 
 import anywidget
 import numpy as np
@@ -21,7 +21,7 @@ import traitlets as t
 from ._esm import bundle_esm
 from ._encode import COLORMAPS, colormap_lut, png_preview, tonemap
 from ._wire import FrameError, FrameMeta
-from .controls import Control, validate_values
+from .controls import Control, InvalidControlValue, validate_values
 
 __all__ = ["ImageView", "LiveImage"]
 
@@ -35,7 +35,8 @@ MAX_INTERVAL_MS = 100  # the longest pause between the frames of a batch (the ke
 
 
 def _frame_payload(img: np.ndarray, seq: int, lossy: bool = False,
-                   tone: Callable[[np.ndarray, float, float], np.ndarray] | None = None) -> tuple[bytes, FrameMeta]:
+                   tone: Callable[[np.ndarray, float, float], np.ndarray] | None = None,
+                   error: str | None = None) -> tuple[bytes, FrameMeta]:
     """Binary frame + header for an (H, W) / (H, W, 1..4) float or uint8 array.
 
     ``lossy``: a frame of a running loop may travel as JPEG (dtype ``"jpeg"``); the browser asks for
@@ -47,6 +48,7 @@ def _frame_payload(img: np.ndarray, seq: int, lossy: bool = False,
         a = a[:, :, None]
     if a.ndim != 3 or not 1 <= a.shape[2] <= 4 or a.shape[0] < 1 or a.shape[1] < 1:
         raise ValueError(f"image must be (H, W) or (H, W, 1..4), got shape {np.shape(img)}")
+    dtype: Literal["u1", "f4"]
     if a.dtype == np.uint8:
         data, dtype = np.ascontiguousarray(a), "u1"
     elif a.dtype.kind in "fiub":
@@ -60,17 +62,17 @@ def _frame_payload(img: np.ndarray, seq: int, lossy: bool = False,
             lo, hi = float(finite.min()), float(finite.max())
             hi = hi if hi > lo else lo + 1.0
     meta: FrameMeta = {"width": a.shape[1], "height": a.shape[0], "channels": a.shape[2],
-                       "dtype": dtype, "seq": seq, "lo": lo, "hi": hi}  # type: ignore[typeddict-item]
+                       "dtype": dtype, "seq": seq, "lo": lo, "hi": hi, "error": error}
     if lossy and dtype == "u1" and a.shape[2] >= 3:
         jpeg = _jpeg(data)
         if jpeg is not None:  # decoded to RGBA u1 in the browser
-            meta.update(dtype="jpeg", channels=4)  # type: ignore[typeddict-item]
+            meta["dtype"], meta["channels"] = "jpeg", 4
             return jpeg, meta
     opaque = a.shape[2] < 4 or bool((data[..., 3] >= 1.0).all())  # what tone() turns into alpha 255
     if lossy and dtype == "f4" and tone is not None and opaque:
         jpeg = _jpeg(tone(data, lo, hi))
         if jpeg is not None:
-            meta.update(dtype="jpeg", toned=True)  # type: ignore[typeddict-item]
+            meta["dtype"], meta["toned"] = "jpeg", True
             return jpeg, meta
     return data.tobytes(), meta
 
@@ -127,14 +129,14 @@ class ImageView(anywidget.AnyWidget):
         """The last image shown (as given)."""
         return self._image
 
-    def update(self, image: np.ndarray, *, lossy: bool = False) -> None:
+    def update(self, image: np.ndarray, *, lossy: bool = False, error: str | None = None) -> None:
         """Show a new image (one binary state message carrying frame and header).
 
         lossy: send it as JPEG where it is opaque (live loops: 25-100x fewer bytes; the browser's
         websocket receive, not the kernel, bounds the frame rate of 1 MB frames); a float image
-        tone-mapped first, as the view would."""
+        tone-mapped first, as the view would. error: text shown over the image (see FrameMeta)."""
         self._seq += 1
-        data, meta = _frame_payload(image, self._seq, lossy, self._tone)
+        data, meta = _frame_payload(image, self._seq, lossy, self._tone, error)
         self._image = np.asarray(image)
         extra: dict[str, Any] = dict(self._answer)  # which requests this frame answers + timings
         self._answer = {}
@@ -169,8 +171,9 @@ class ImageView(anywidget.AnyWidget):
 
     def _ipython_display_(self, **kwargs: Any) -> None:
         """Display with a display id, so that snapshot() can refresh the saved PNG fallback."""
-        from IPython.display import display
+        from IPython import display as ipd
 
+        display: Callable[..., Any] = ipd.display   # IPython is untyped
         bundle = self._repr_mimebundle_()
         if bundle is None:
             return
@@ -207,14 +210,20 @@ class LiveImage(ImageView):
     of 1 MB of uint8 or 4 MB of float32 at 512x512; float frames tone-mapped here with the view's
     exposure, colormap and range first); once it rests the browser fetches the exact pixels of the
     last frame (no re-render), so hovering and the PNG fallback always see exact values.
+
+    status: asked after each render for the text to show over the frame (``error``: e.g. "the new
+    revision did not compile, this is the last good one"), None for none; it travels in each
+    frame's header, so the banner clears with the first frame that has nothing to say.
     """
 
     def __init__(self, render: Callable[[dict[str, Any]], np.ndarray],
                  controls: Mapping[str, Control] | None = None, *, size: tuple[int, int] = (512, 512),
-                 lossy: bool = True, **kwargs: Any) -> None:
+                 lossy: bool = True, status: Callable[[], str | None] | None = None, **kwargs: Any) -> None:
         super().__init__(size=size, **kwargs)
         self.lossy = lossy
         self.render = render
+        self.status = status
+        self.error: str | None = None
         self.controls: dict[str, Control] = dict(controls or {})
         self.values: dict[str, Any] = {k: c.default for k, c in self.controls.items()}
         self.render_ms: float = 0.0
@@ -224,7 +233,7 @@ class LiveImage(ImageView):
         self._last_start = 0.0  # perf_counter() when the last render began
         self._t_recv = 0.0
         self._lossy = False
-        self._controls = [c.spec(k) for k, c in self.controls.items()]
+        self._controls = [dict(c.spec(k)) for k, c in self.controls.items()]
         self.on_msg(self._on_msg)
         self.refresh()
 
@@ -232,19 +241,37 @@ class LiveImage(ImageView):
         """Call ``render`` with the current values and stream the frame."""
         t0 = self._last_start = time.perf_counter()
         img = self.render(dict(self.values))
+        self.error = self.status() if self.status is not None else None
         self.render_ms = (time.perf_counter() - t0) * 1e3
         self.frames_rendered += 1
         self._answer = {"reqs": self._reqs, "t_recv": self._t_recv, "render_ms": self.render_ms}
         if self._part is not None:
             self._answer["part"] = self._part
         self._reqs, self._part = [], None
-        self.update(img, lossy=self._lossy)
+        self.update(img, lossy=self._lossy, error=self.error)
 
     def set_values(self, incoming: object) -> dict[str, Any]:
         """Validate ``incoming`` against the controls, merge what is valid, return it."""
         clean = validate_values(self.controls, incoming)
         self.values.update(clean)
         return clean
+
+    def set_controls(self, controls: Mapping[str, Control]) -> None:
+        """Replace the controls (the view of a cell whose new revision has other inputs): a control
+        keeps the value of the old one of its name where it accepts it; the browser redraws the
+        controls and the play state stays as it is."""
+        old = self.values
+        self.controls = dict(controls)
+        values: dict[str, Any] = {}
+        for name, c in self.controls.items():
+            values[name] = c.default
+            if name in old:
+                try:
+                    values[name] = c.validate(old[name])
+                except InvalidControlValue:
+                    pass
+        self.values = values
+        self._controls = [dict(c.spec(k), value=values[k]) for k, c in self.controls.items()]
 
     def _on_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
         self._t_recv = time.time() * 1e3
@@ -260,7 +287,7 @@ class LiveImage(ImageView):
             req = content.get("req")
             if self._image is not None:
                 self._answer = {"reqs": [req] if isinstance(req, int) else [], "t_recv": self._t_recv}
-                self.update(self._image)
+                self.update(self._image, error=self.error)
             return
         if not isinstance(content, dict) or content.get("type") != "frame":
             log.warning("LiveImage: ignored message of type %r",
@@ -287,8 +314,7 @@ class LiveImage(ImageView):
                 self.refresh()
             except Exception as exc:  # noqa: BLE001 - the browser must get an answer or its loop stalls
                 log.exception("LiveImage render failed")
-                err: FrameError = {"type": "error", "message": f"{type(exc).__name__}: {exc}"}
-                err["reqs"] = reqs  # type: ignore[typeddict-unknown-key]
+                err: FrameError = {"type": "error", "message": f"{type(exc).__name__}: {exc}", "reqs": reqs}
                 self._reqs, self._part = [], None
                 self.send(err)
                 return

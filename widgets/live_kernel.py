@@ -1,4 +1,4 @@
-"""Live kernels: a LiveImage whose controls drive a compute kernel's uniforms.
+"""Live kernels: a LiveImage whose controls drive a compute kernel's uniforms, following its cell.
 
 ``live(kernel, image="outputTexture", controls={"amp": Slider(0, 1, 0.5), "t": Time()})`` dispatches
 ``kernel`` with the control values as the uniforms of the same names, shows the texture (or (H, W, C)
@@ -6,35 +6,99 @@ array) parameter ``image`` and re-dispatches on every control change or time ste
 frame. Flow control: the browser asks for frames only while fewer than two are on their way, each
 request carrying the newest values (LiveImage), so the view never queues stale frames.
 
-``playground_view(program)`` is the same for a Slang Playground cell
-(:class:`slang_kernel.playground.PlaygroundProgram`): its SLIDER / COLOR_PICK / TIME / FRAME_ID /
-MOUSE_POSITION inputs become the controls, and a button opens the cell in the public Playground.
+Hot reload: each frame dispatches the kernel's current revision (a ComputeKernel follows its name),
+so re-running its cell changes the running view on the next frame, and running any other cell
+changes nothing. While the new revision does not compile (or does not take the view's parameters),
+the view keeps dispatching the last good one and shows why over the image.
 """
 
 from __future__ import annotations
 
-import html
-from typing import Any, Mapping
+from typing import Any, Mapping, Protocol, cast
 
 import numpy as np
 
-from ..playground import to_rgba8
+from ..backends import Backend
+from ..compiled import CompiledKernel
+from ..compiler.diagnostics import SlangCompileError
+from ..compiler.reflection import ParamInfo, TypeInfo
+from ..kernels import ComputeKernel, groups_for
+from ..playground import dispatch, last_good_message, to_rgba8
 from .controls import Control
-from .image_view import ImageView, LiveImage
+from .image_view import LiveImage
 
-__all__ = ["LiveKernelImage", "PlaygroundView", "live", "playground_view", "to_rgba8"]
+__all__ = ["KernelFollower", "LiveKernelImage", "live"]
+
+
+class _Host(Protocol):
+    """What following a kernel needs of its session (the Session's public API)."""
+
+    backend: Backend
+    revision: int
+
+    def failure(self, name: str) -> SlangCompileError | None: ...
+
+
+class KernelFollower:
+    """Which revision of a ComputeKernel a live view dispatches: the current one once it compiled and
+    took the view's parameters, else the last good one, with ``error`` saying why (None when the
+    current one runs). Looks at the session only when something in it changed."""
+
+    def __init__(self, kernel: ComputeKernel) -> None:
+        self.kernel = kernel
+        self.session = cast(_Host, kernel.session)
+        self.good: CompiledKernel = kernel.compiled()   # nothing to show without one good revision
+        self.error: str | None = None
+        self._stuck: str | None = None                    # why the current revision is not the one run
+        self._failed: tuple[BaseException | None, str] = (None, "")
+        self._next: CompiledKernel | None = None          # a newer revision, not dispatched yet
+        self._seen: tuple[int, Backend] = (self.session.revision, self.session.backend)
+
+    def current(self) -> CompiledKernel:
+        """What the next frame dispatches."""
+        s = self.session
+        if self._seen[0] != s.revision or self._seen[1] is not s.backend:
+            self._seen = (s.revision, s.backend)
+            try:
+                ck = self.kernel.compiled()
+            except SlangCompileError as exc:   # its cell (or one it uses) no longer compiles
+                self._next, self._stuck = None, last_good_message(self.kernel.name, exc)
+            else:
+                self._next, self._stuck = (None if ck is self.good else ck), None
+        cell = (self._next or self.good).cell
+        failed = s.failure(cell)   # the cell's last run did not compile (a dict lookup per frame)
+        if failed is None:
+            self.error = self._stuck
+        elif failed is not self._failed[0]:
+            self._failed = (failed, last_good_message(cell, failed))
+        if failed is not None:
+            self.error = self._failed[1]
+        return self._next or self.good
+
+    def took(self, ck: CompiledKernel) -> None:
+        """`ck` dispatched: it is the good revision now."""
+        if ck is self._next:
+            self.good, self._next = ck, None
+
+    def refused(self, ck: CompiledKernel, exc: BaseException) -> None:
+        """`ck` (a newer revision) did not take the view's parameters: back to the good one."""
+        if ck is not self._next:
+            return
+        self._next = None
+        self.error = self._stuck = last_good_message(ck.cell, exc)
 
 
 class LiveKernelImage(LiveImage):
-    """The LiveImage of :func:`live` and :func:`playground_view`: each frame re-dispatches a kernel
-    (``kernel``: the ComputeKernel, for ``live``). Requests are answered one at a time, in order (the
-    kernel handles comm messages sequentially), and the browser asks only while fewer than two
-    frames are on their way, so nothing piles up here."""
+    """The LiveImage of :func:`live`: each frame re-dispatches ``kernel`` (the ComputeKernel), the
+    revision ``follower`` picks. Requests are answered one at a time, in order (the kernel handles
+    comm messages sequentially), and the browser asks only while fewer than two frames are on their
+    way, so nothing piles up here."""
 
-    kernel: Any = None
+    kernel: ComputeKernel | None = None
+    follower: KernelFollower | None = None
 
 
-def _bind_value(t: Any, v: Any) -> Any:
+def _bind_value(t: TypeInfo | None, v: Any) -> Any:
     """A control's value as the uniform's type wants it (ints for int uniforms, float arrays for vectors)."""
     if isinstance(v, (tuple, list)):
         return np.asarray(v, np.float32)
@@ -45,7 +109,11 @@ def _bind_value(t: Any, v: Any) -> Any:
     return v
 
 
-def live(kernel: Any, image: str = "outputTexture", controls: Mapping[str, Control] | None = None, *,
+def _params(ck: CompiledKernel) -> dict[str, ParamInfo]:
+    return {p.name: p for p in (*ck.entry_point.uniforms, *ck.reflection.globals)}
+
+
+def live(kernel: ComputeKernel, image: str = "outputTexture", controls: Mapping[str, Control] | None = None, *,
          values: Mapping[str, Any] | None = None, threads: Any = None, groups: Any = None,
          size: tuple[int, int] | None = None, rgba8: bool = True, **kwargs: Any) -> LiveKernelImage:
     """A LiveImage of ``kernel``'s ``image`` parameter, re-dispatched whenever a control changes.
@@ -53,15 +121,13 @@ def live(kernel: Any, image: str = "outputTexture", controls: Mapping[str, Contr
     kernel: a ComputeKernel. image: the name of a texture parameter (RWTexture2D) or of an (H, W, C)
     array in ``values``. controls: name -> Slider/Color/Time/Frame/Mouse; each drives the kernel
     uniform of the same name. values: the other parameters (fixed). The texture is created when not
-    given: ``size`` (width, height), default 512x512, float4; on Vulkan it stays on the device.
-    threads/groups: the dispatch size (default: one thread per pixel). rgba8: stream floats clamped
-    to 8 bits (4x less data per frame); False keeps floats (HDR, exposure in the view).
+    given: ``size`` (width, height), default 512x512, float4; on a backend with textures it stays on
+    the device. threads/groups: the dispatch size (default: one thread per pixel). rgba8: stream
+    floats clamped to 8 bits (4x less data per frame); False keeps floats (HDR, exposure in the view).
     """
-    from ..playground import dispatch
-
-    session = kernel.session
-    ck = kernel.compiled()
-    params = {p.name: p for p in (*ck.entry_point.uniforms, *ck.reflection.globals)}
+    follower = KernelFollower(kernel)
+    session = follower.session
+    params = _params(follower.good)
     controls = dict(controls or {})
     for n in controls:
         if n not in params:
@@ -69,94 +135,55 @@ def live(kernel: Any, image: str = "outputTexture", controls: Mapping[str, Contr
     fixed = dict(values or {})
     if image not in params:
         raise KeyError(f"{kernel.name} has no parameter {image!r}; its parameters: {', '.join(params)}")
-    pt = params[image].type
+    own: tuple[int, int, int] | None = None   # (h, w, channels) of a texture made here, per backend
+    made_on: list[Backend] = []
     if image not in fixed:
+        pt = params[image].type
         if not pt.is_texture:
             raise TypeError(f"{image} is {pt.name}: pass its array in values= (or name a texture parameter)")
         w, h = size or (512, 512)
         el = pt.element
-        ch = (el.count if el is not None and el.kind == "vector" else 1) or 1
-        arr = np.zeros((h, w, ch), np.float32)
-        fixed[image] = session.backend.texture(arr) if session.backend.name == "vulkan" else arr
-    img = fixed[image]
-    shape = img.shape
+        own = (h, w, (el.count if el is not None and el.kind == "vector" else 1) or 1)
+
+    def texture(backend: Backend) -> Any:
+        assert own is not None
+        arr = np.zeros(own, np.float32)
+        made_on[:] = [backend]
+        return cast(Any, backend).texture(arr) if "textures" in backend.capabilities else arr
+
+    if own is not None:
+        fixed[image] = texture(session.backend)
+    shape = fixed[image].shape
     if threads is None and groups is None:
         threads = (shape[1], shape[0], 1)
-    from ..kernels import groups_for
+    known: dict[str, dict[str, ParamInfo]] = {follower.good.key: params}
 
-    state = {"ck": ck, "rev": session.revision}
-
-    def render(vals: dict[str, Any]) -> np.ndarray:
-        cur = state["ck"]
-        if session.revision != state["rev"]:
-            cur = state["ck"] = kernel.compiled()
-            state["rev"] = session.revision
-        g = groups_for(cur.entry_point, threads, groups)
+    def run(ck: CompiledKernel, vals: Mapping[str, Any], backend: Backend) -> None:
+        p = known.get(ck.key) or known.setdefault(ck.key, _params(ck))
         args = dict(fixed)
         for n, v in vals.items():
-            args[n] = _bind_value(params[n].type if n in params else None, v)
-        dispatch(session, cur, g, args)
+            args[n] = _bind_value(p[n].type if n in p else None, v)
+        dispatch(backend, ck, groups_for(ck.entry_point, threads, groups), args)
+
+    def render(vals: dict[str, Any]) -> np.ndarray:
+        backend = session.backend
+        if own is not None and made_on[0] is not backend:   # a backend switch: the old device is gone
+            fixed[image] = texture(backend)
+        ck = follower.current()
+        try:
+            run(ck, vals, backend)
+        except TypeError as exc:   # ParameterError too: a newer revision wants other parameters
+            if ck is follower.good:
+                raise
+            follower.refused(ck, exc)
+            run(follower.good, vals, backend)
+        else:
+            follower.took(ck)
+        img = fixed[image]
         out = img.numpy() if hasattr(img, "numpy") else img
         return to_rgba8(out) if rgba8 and np.asarray(out).dtype.kind == "f" else np.array(out, copy=True)
 
-    view = LiveKernelImage(render, controls, size=tuple(kwargs.pop("display_size", (512, 512))), **kwargs)
-    view.kernel = kernel
+    view = LiveKernelImage(render, controls, size=tuple(kwargs.pop("display_size", (512, 512))),
+                           status=lambda: follower.error, **kwargs)
+    view.kernel, view.follower = kernel, follower
     return view
-
-
-class PlaygroundView:
-    """What a playground cell shows: the image (live when it has inputs) and an 'open in Playground'
-    button; both have static fallbacks (PNG, a link)."""
-
-    def __init__(self, program: Any, image: ImageView | None, buffers: dict[str, Any], link: str) -> None:
-        self.program, self.image, self.buffers, self.link = program, image, buffers, link
-
-    def button_html(self) -> str:
-        return (f"<a class='sk-playground-link' href='{html.escape(self.link)}' target='_blank' rel='noopener' "
-                "style='display:inline-block;padding:3px 10px;margin:4px 0;border:1px solid #888;"
-                "border-radius:4px;text-decoration:none;font:12px sans-serif;color:inherit'>"
-                "Open in Slang Playground \u2197</a>")
-
-    def _ipython_display_(self) -> None:
-        from IPython.display import HTML, display
-
-        if self.image is not None:
-            display(self.image)
-        for name, bv in self.buffers.items():
-            display(HTML(f"<div style='font:12px monospace'>{html.escape(name)}</div>"))
-            display(bv)
-        display(HTML(self.button_html()))
-
-    def __repr__(self) -> str:
-        return f"<PlaygroundView of {self.program.cell}: {self.link[:60]}...>"
-
-
-def playground_view(program: Any, *, size: tuple[int, int] | None = None) -> PlaygroundView:
-    """The view of a playground program (see slang_kernel.playground for the display rule)."""
-    from ..playground import playground_link
-
-    name = program.output_name()
-    image: ImageView | None = None
-    buffers: dict[str, Any] = {}
-    if name is not None:
-        h, w = program.resources[name].shape[:2]
-        disp = size or (w, h)
-        controls = program.controls()
-        if controls:
-            first = [True]
-
-            def render(vals: dict[str, Any]) -> np.ndarray:
-                if first[0]:  # the frame the cell already ran
-                    first[0] = False
-                    return program.image(name)
-                return program.frame(**vals).image(name)
-
-            image = LiveKernelImage(render, controls, size=disp)
-        else:
-            image = ImageView(program.image(name), size=disp)
-    else:
-        from .buffer_view import BufferView
-
-        for b in program.buffers():
-            buffers[b] = BufferView(program.read(b))
-    return PlaygroundView(program, image, buffers, playground_link(program.source))

@@ -73,7 +73,7 @@ void shade(uint3 id : SV_DispatchThreadID) {
 # bench/bench_live.py): append a line that shows `view`.
 LIVE_CPU_CELL = f'''\
 import numpy as np, slang_kernel as sk
-from slang_kernel.playground import live
+from slang_kernel.widgets import live
 from slang_kernel.widgets import Slider, Time
 cpu = sk.Session(backend="cpu")
 cpu.run_cell(r"""{LIGHT_KERNEL}""")

@@ -1,0 +1,186 @@
+"""What a Slang Playground cell shows: its program's image with live controls, buffers, a Playground link.
+
+The engine side is :class:`slang_kernel.playground.PlaygroundProgram`; this module turns a program
+into widgets (the program knows nothing of them). The display rule (what :func:`show_cell` shows
+after a cell compiled):
+
+* a cell with no entry point carrying a ``[playground::CALL...]`` attribute only compiles;
+* a cell with such entry points is run for one frame, then shown:
+  - the image: ``outputTexture`` (rendering module) when the cell mentions ``outputTexture`` or
+    ``drawPixel``, else the first ``RWTexture2D`` global the cell itself declares; a
+    :class:`PlaygroundImage` with the cell's SLIDER / COLOR_PICK / TIME / FRAME_ID / MOUSE_POSITION /
+    KEY inputs as live controls (each change re-runs the whole frame), or a plain ImageView when the
+    cell has none;
+  - else, the ZEROS / RAND buffers the cell declares, in BufferViews;
+  - text printed with the printing module below it, and a button that opens the cell in the public
+    Slang Playground.
+
+Hot reload: a PlaygroundImage runs its program's frames, and the program follows its cell, so the
+view shows a re-run cell's new code on its next frame; inputs a new revision adds or drops appear or
+disappear as controls, and while the new revision does not compile the last good one keeps playing
+with the error over the image. Re-running a playground cell continues its program (time, slider
+values, texture contents) in the new output rather than starting a new one.
+"""
+
+from __future__ import annotations
+
+import html
+import weakref
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+from ..playground import PlaygroundProgram, is_playground, playground_link
+from .buffer_view import BufferView
+from .controls import Color, Control, Frame, Key, Mouse, Slider, Time
+from .image_view import ImageView, LiveImage
+
+if TYPE_CHECKING:
+    from ..session import Session
+
+__all__ = ["PlaygroundImage", "PlaygroundView", "controls_for", "playground_view", "show_cell"]
+
+
+def controls_for(program: PlaygroundProgram) -> dict[str, Control]:
+    """Live controls for a program's inputs, starting at the values the program holds now (a new view
+    of a running program continues it: its sliders, its clock)."""
+    out: dict[str, Control] = {}
+    for n, inp in program.inputs.items():
+        if inp.kind == "SLIDER":
+            a = [float(x) for x in inp.args] + [0.0, 0.0, 1.0][len(inp.args):]
+            lo, hi = min(a[1], a[2]), max(a[1], a[2])
+            hi = hi if hi > lo else lo + 1.0
+            out[n] = Slider(lo, hi, min(max(float(inp.value), lo), hi))
+        elif inp.kind == "COLOR_PICK":
+            rgb = [float(min(max(x, 0.0), 1.0)) for x in np.asarray(inp.value, np.float64).reshape(-1)[:3]]
+            out[n] = Color((rgb[0], rgb[1], rgb[2]))
+        elif inp.kind == "TIME":
+            out[n] = Time(playing=True, value=max(0.0, float(program.uniforms.get(n, 0.0))))
+        elif inp.kind == "FRAME_ID":
+            out[n] = Frame(value=program.frame_index)
+        elif inp.kind == "MOUSE_POSITION":
+            out[n] = Mouse()
+        elif inp.kind == "KEY":
+            out[n] = Key(str(inp.args[0]) if inp.args else "KeyA")
+    return out
+
+
+def _inputs(program: PlaygroundProgram) -> tuple[tuple[str, str, tuple[Any, ...]], ...]:
+    return tuple((n, i.kind, i.args) for n, i in program.inputs.items())
+
+
+class PlaygroundImage(LiveImage):
+    """The live image of a playground program: each frame is a frame of the program (which follows
+    its cell); the image is its output texture, the controls its inputs, ``error`` its error."""
+
+    def __init__(self, program: PlaygroundProgram, name: str, controls: dict[str, Control], *,
+                 size: tuple[int, int], **kwargs: Any) -> None:
+        self.program = program
+        self.output = name
+        self._inputs = _inputs(program)
+        self._first = True   # the first frame is the one the cell already ran
+        super().__init__(self._render_frame, controls, size=size, status=lambda: program.error, **kwargs)
+
+    def _render_frame(self, values: dict[str, Any]) -> np.ndarray:
+        prog = self.program
+        if self._first:
+            self._first = False
+            return prog.image(self.output)
+        prog.follow()
+        if _inputs(prog) != self._inputs:   # the new revision has other inputs: other controls
+            self._inputs = _inputs(prog)
+            self.set_controls(controls_for(prog))
+        prog.frame(**{k: v for k, v in values.items() if k in prog.inputs})
+        self.output = prog.output_name() or self.output
+        return prog.image(self.output)
+
+
+class PlaygroundView:
+    """What a playground cell shows: the image (live when it has inputs) and an 'open in Playground'
+    button; both have static fallbacks (PNG, a link)."""
+
+    def __init__(self, program: PlaygroundProgram, image: ImageView | None, buffers: dict[str, BufferView],
+                 link: str) -> None:
+        self.program, self.image, self.buffers, self.link = program, image, buffers, link
+
+    def button_html(self) -> str:
+        return (f"<a class='sk-playground-link' href='{html.escape(self.link)}' target='_blank' rel='noopener' "
+                "style='display:inline-block;padding:3px 10px;margin:4px 0;border:1px solid #888;"
+                "border-radius:4px;text-decoration:none;font:12px sans-serif;color:inherit'>"
+                "Open in Slang Playground \u2197</a>")
+
+    def close(self) -> None:
+        """Close its widgets (the kernel forgets their frames and pages)."""
+        for w in (self.image, *self.buffers.values()):
+            if w is not None:
+                w.close()
+
+    def _ipython_display_(self) -> None:
+        from IPython import display as ipd
+
+        display: Callable[..., Any] = ipd.display   # IPython is untyped
+        HTML: Callable[[str], Any] = ipd.HTML
+        if self.image is not None:
+            display(self.image)
+        for name, bv in self.buffers.items():
+            display(HTML(f"<div style='font:12px monospace'>{html.escape(name)}</div>"))
+            display(bv)
+        display(HTML(self.button_html()))
+
+    def __repr__(self) -> str:
+        return f"<PlaygroundView of {self.program.cell}: {self.link[:60]}...>"
+
+
+def playground_view(program: PlaygroundProgram, *, size: tuple[int, int] | None = None) -> PlaygroundView:
+    """The view of a playground program (see the module docstring for the display rule)."""
+    name = program.output_name()
+    image: ImageView | None = None
+    buffers: dict[str, BufferView] = {}
+    if name is not None:
+        h, w = program.resources[name].shape[:2]
+        disp = size or (w, h)
+        controls = controls_for(program)
+        image = PlaygroundImage(program, name, controls, size=disp) if controls else \
+            ImageView(program.image(name), size=disp)
+    else:
+        for b in program.buffers():
+            buffers[b] = BufferView(program.read(b))
+    return PlaygroundView(program, image, buffers, playground_link(program.source))
+
+
+# Per session and cell, the program show_cell runs and the view it showed last (which the cell's
+# re-run replaced in the notebook: its widgets are closed then).
+_shown: "weakref.WeakKeyDictionary[Session, dict[str, tuple[PlaygroundProgram, PlaygroundView]]]" = \
+    weakref.WeakKeyDictionary()
+
+
+def show_cell(session: "Session", cell: str, *, display: Callable[[Any], Any] | None = None) -> PlaygroundProgram | None:
+    """After a cell compiled (the front ends' hook): run it for a frame and display its view if it is
+    a runnable playground cell; returns the program (None for other cells). A re-run of a cell shown
+    before continues that program on the new revision; PlaygroundError when the cell cannot run here."""
+    if not is_playground(session.cell(cell).source):
+        return None
+    if display is None:
+        from IPython.display import display as _display
+
+        display = _display
+    known = _shown.setdefault(session, {})
+    prog, old = known.get(cell, (None, None))
+    if prog is not None:
+        prog.follow()
+        if prog.error is not None or not prog.runnable:
+            prog = None   # it cannot move to this revision: a new program says why, as on a first run
+    if prog is None:
+        prog = PlaygroundProgram(session, cell)
+    if not prog.runnable:
+        known.pop(cell, None)
+        return None
+    prog.frame()
+    if prog.printed:
+        print(prog.printed, end="" if prog.printed.endswith("\n") else "\n")
+    view = playground_view(prog)
+    display(view)
+    if old is not None:
+        old.close()
+    known[cell] = (prog, view)
+    return prog
