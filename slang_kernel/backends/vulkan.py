@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 import sys
 import threading
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
@@ -34,8 +34,11 @@ from ..errors import BackendUnavailable, VulkanCompileError
 from ._packing import ParameterError, _describe, buffer_array, element_dtype, numpy_dtype
 from ._wait import wait_polled
 
+if TYPE_CHECKING:
+    from ._vulkan_isolated import IsolatedVulkanBackend
 
-__all__ = ["VulkanBackend", "VulkanBuffer", "VulkanCompileError", "VulkanTexture", "create"]
+
+__all__ = ["VulkanBackend", "VulkanBuffer", "VulkanCompileError", "VulkanTexture", "compile_options", "create"]
 
 INSTALL_HINT = (
     "install a Vulkan driver: on Debian 12 `apt-get install -t bookworm-backports mesa-vulkan-drivers "
@@ -44,8 +47,21 @@ INSTALL_HINT = (
     "with an NVIDIA GPU the NVIDIA driver's Vulkan ICD. Check with `vulkaninfo --summary` (vulkan-tools)")
 
 
-def create(config: BackendConfig) -> "VulkanBackend":
+def create(config: BackendConfig) -> "VulkanBackend | IsolatedVulkanBackend":
+    """The device in a worker process (config.isolate, the default), or in this one."""
+    if config.isolate:
+        from ._vulkan_isolated import IsolatedVulkanBackend
+
+        return IsolatedVulkanBackend(config)
     return VulkanBackend(config)
+
+
+def compile_options(target: str) -> tuple[str, ...]:
+    """sgl compiles for Vulkan with scalar block layout and row-major matrices: reflect the same
+    layouts (buffer element dtypes come from this reflection)."""
+    if target in ("spirv", "spirv-asm", "glsl"):
+        return ("-fvk-use-scalar-layout", "-matrix-layout-row-major")
+    return ()
 
 
 # -- printf -> sgl print --------------------------------------------------------------------------
@@ -159,7 +175,9 @@ class VulkanBuffer:
 
     def numpy(self) -> np.ndarray:
         raw = self.sgl.to_numpy()
-        return np.frombuffer(raw.tobytes()[: self.nbytes], dtype=self.dtype).reshape(self.shape).copy()
+        data = np.frombuffer(raw.tobytes()[: self.nbytes], dtype=self.dtype)
+        out: np.ndarray = data.reshape(self.shape).copy()
+        return out
 
     def upload(self, array: Any) -> None:
         arr = np.ascontiguousarray(array, dtype=self.dtype)
@@ -292,11 +310,7 @@ class VulkanBackend:
         return f"{self.adapter} ({'software Vulkan, Mesa lavapipe' if soft else 'Vulkan'})"
 
     def compile_options(self, target: str) -> tuple[str, ...]:
-        # sgl compiles for Vulkan with scalar block layout and row-major matrices: reflect the same
-        # layouts (buffer element dtypes come from this reflection)
-        if target in ("spirv", "spirv-asm", "glsl"):
-            return ("-fvk-use-scalar-layout", "-matrix-layout-row-major")
-        return ()
+        return compile_options(target)
 
     # -- device-resident objects ------------------------------------------------------------------
 
@@ -406,6 +420,15 @@ class VulkanBackend:
             return pk
 
     def dispatch(self, kernel: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any]) -> None:
+        text = self.run(kernel, groups, values)
+        if text:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+
+    def run(self, kernel: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any],
+            wait: bool = False) -> str:
+        """One dispatch; returns what the kernel printed. `wait`: return only once the device has
+        finished it (the worker process does, so that a crash or hang is the dispatch's own)."""
         # The hot path. Parameters are written into a root shader object kept per kernel revision,
         # through cursors looked up once; a parameter whose value is the same as at the previous
         # dispatch (the same device buffer / texture / sampler, an equal scalar) is not written again.
@@ -474,15 +497,13 @@ class VulkanBackend:
                     cpass.dispatch_compute(groups)
                 submit = self.device.submit_command_buffer(encoder.finish())
             timeout = self.config.timeout
-            if timeout is not None or (binder is not None and binder.writeback):
+            if wait and timeout is None:
+                self.device.wait_for_submit(submit)
+            elif wait or timeout is not None or (binder is not None and binder.writeback):
                 self._wait(submit, kernel.entry, timeout)
             if binder is not None:
                 binder.read_back()
-            if pk.printf:
-                text = self.device.flush_print_to_string()
-                if text:
-                    sys.stdout.write(text)
-                    sys.stdout.flush()
+            return str(self.device.flush_print_to_string()) if pk.printf else ""
         finally:
             if binder is not None:
                 binder.release()
@@ -649,9 +670,8 @@ class _Binder:
             return v
         if isinstance(v, VulkanTexture):
             raise ParameterError(f"parameter `{name}` is {t.name}: got a texture, need a buffer")
-        arr, staged = self._struct_stage(t, v, name)
-        if staged is None:
-            arr, _ = buffer_array(v, name, t)
+        staged = self._struct_stage(t, v, name)
+        arr = staged if staged is not None else buffer_array(v, name, t)[0]
         key = (id(v), "buf")
         hit = self.by_id.get(key)
         if hit is not None:
@@ -680,23 +700,24 @@ class _Binder:
             self.writeback.append(back)
         return buf
 
-    def _struct_stage(self, t: TypeInfo, v: Any, name: str) -> tuple[np.ndarray | None, Any]:
+    def _struct_stage(self, t: TypeInfo, v: Any, name: str) -> np.ndarray | None:
         """A structured array laid out differently from this target (e.g. made for the CPU backend):
-        repacked field by field into the target layout (and written back field by field)."""
+        repacked field by field into the target layout (and written back field by field); None for
+        any other value."""
         if t.shape != "structured_buffer" or t.element is None or t.element.kind != "struct":
-            return None, None
+            return None
         if not isinstance(v, np.ndarray) or v.dtype.names is None:
-            return None, None
+            return None
         want, _ = element_dtype(t.element)
         if v.dtype == want:
-            return None, None
+            return None
         if set(v.dtype.names) != set(want.names or ()):
             raise ParameterError(f"parameter `{name}` ({t.name}): the array's fields {v.dtype.names} are not the "
                                  f"struct's fields {want.names}")
         out = np.zeros(v.shape, want)
         for f in want.names or ():
             out[f] = v[f]
-        return out, True
+        return out
 
     # textures
     def texture(self, t: TypeInfo, v: Any, name: str) -> Any:

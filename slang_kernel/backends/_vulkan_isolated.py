@@ -1,0 +1,475 @@
+"""The Vulkan backend with its device in a worker process (Session(isolate=True), the default).
+
+On a machine without a GPU the Vulkan device is Mesa's lavapipe, which runs shaders as CPU code in
+the process that owns the device: a groupshared index out of range or a bad descriptor is a SIGSEGV.
+Here that process is a worker (backends/_vulkan_worker.py), so such a kernel costs one cell's
+KernelCrash; the worker is started again at once, and kernels are rebuilt in it from the
+CompiledKernel of their next dispatch. An endless shader is stopped by ending the worker
+(Session(timeout=), or the notebook's stop button).
+
+numpy arrays reach the worker through shared memory (one staging segment, reused; arrays already in
+shared memory are used in place) and written ones are copied back into the caller's arrays; only
+small values travel in the message. `buffer()`/`texture()` return handles to objects in the worker;
+after the worker died, using one raises DeviceLost naming it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import threading
+import time
+import weakref
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from .. import _ipc
+from ..compiled import CompiledKernel
+from ..errors import (BackendUnavailable, DeviceLost, KernelCrash, KernelInterrupted, KernelTimeout, ParameterError,
+                      VulkanCompileError)
+from . import BackendConfig, _shm
+from ._vulkan_wire import ArrayArg, ArraySlot, DeviceRef, Reply
+
+__all__ = ["IsolatedVulkanBackend", "VulkanBufferHandle", "VulkanTextureHandle"]
+
+_ROOT = str(Path(__file__).resolve().parents[2])   # the folder that holds the slang_kernel package
+_BOOTSTRAP = (f"import sys; sys.path.insert(0, {_ROOT!r}); "
+              "from slang_kernel.backends._vulkan_worker import main; main()")
+STAGING_KEEP = 256 << 20   # a staging segment larger than this is given back after the call
+_ERRORS: dict[str, type[Exception]] = {
+    "ParameterError": ParameterError, "VulkanCompileError": VulkanCompileError, "TypeError": TypeError,
+    "ValueError": ValueError, "KeyError": KeyError, "IndexError": IndexError, "DeviceLost": DeviceLost,
+    "NotImplementedError": NotImplementedError, "BackendUnavailable": BackendUnavailable}
+
+
+class _Process(_ipc.WorkerProcess):
+    """The worker, and what this incarnation of it holds: mapped segments, loaded kernel revisions."""
+
+    def __init__(self, include_paths: tuple[str, ...]) -> None:
+        super().__init__((sys.executable, "-c", _BOOTSTRAP))
+        self.include_paths = include_paths
+        self.generation = 0
+        self.mapped: set[int] = set()
+        self.loaded: set[str] = set()
+        self.ready: Reply | None = None
+        self.in_flight = False
+
+    def start(self) -> None:
+        super().start()
+        self.generation += 1
+        self.mapped, self.loaded, self.ready, self.in_flight = set(), set(), None, False
+        assert self.channel is not None
+        self.channel.send({"op": "init", "include_paths": list(self.include_paths)})  # read by wait_ready
+
+
+class IsolatedVulkanBackend:
+    """Vulkan (slangpy/sgl) with the device in a worker process: crash-safe, stoppable. The process
+    boundary costs a round trip per dispatch and a copy of each numpy array into shared memory (and
+    of each written one back); Session(isolate=False) has neither, and no protection."""
+
+    name = "vulkan"
+    target = "spirv"
+    capabilities = frozenset({"device_buffers", "textures", "shared_arrays"})
+
+    def __init__(self, config: BackendConfig | None = None) -> None:
+        self.config = config = config or BackendConfig()
+        self.timeout = config.timeout
+        self._proc = _Process(config.include_paths)
+        self._lock = self._proc.lock
+        self._staging: _shm.Segment | None = None
+        self._ids = itertools.count(1)
+        self._frees: list[int] = []
+        self._unmaps: list[int] = []
+        self._lost: dict[int, str] = {}            # worker generation -> what happened to it
+        self._writable: dict[str, frozenset[str]] = {}
+        self._free_lock = threading.Lock()
+        self._proc.start()
+        try:
+            hello = self._ready()
+        except BaseException:
+            self._proc.close()
+            raise
+        self.adapter = str(hello.get("adapter", "?"))
+        self._describe = str(hello.get("describe", self.adapter))
+
+    # -- protocol -----------------------------------------------------------------------------------
+
+    @property
+    def worker_pid(self) -> int | None:
+        return self._proc.pid
+
+    @property
+    def restarts(self) -> int:
+        return self._proc.restarts
+
+    @property
+    def generation(self) -> int:
+        return self._proc.generation
+
+    def describe(self) -> str:
+        return f"{self._describe}, isolated worker process"
+
+    def compile_options(self, target: str) -> tuple[str, ...]:
+        from .vulkan import compile_options
+
+        return compile_options(target)
+
+    def reset(self) -> None:
+        """A new worker and device: buffers and textures made before can no longer be used."""
+        with self._lock:
+            self._restart("was reset (Session.reset_device)")
+
+    def close(self) -> None:
+        with self._lock:
+            self._proc.close()
+            self._drop_staging()
+
+    # -- the worker ---------------------------------------------------------------------------------
+
+    def _ready(self) -> Reply:
+        """The worker's init reply (waits for it to start serving, once per worker)."""
+        proc = self._proc
+        proc.ensure()
+        if proc.ready is None:
+            assert proc.channel is not None
+            try:
+                reply: Reply = proc.channel.recv()
+            except (EOFError, OSError) as exc:
+                how = proc.death()
+                proc.kill()
+                raise BackendUnavailable(f"the Vulkan worker process could not start ({how}: {exc})") from None
+            if "error" in reply:
+                proc.kill()
+                raise BackendUnavailable(reply["error"])
+            proc.ready = reply
+        return proc.ready
+
+    def _restart(self, what: str) -> None:
+        self._lost[self._proc.generation] = what
+        self._proc.restart()
+        self._frees.clear()
+        self._unmaps.clear()
+
+    def _call(self, msg: dict[str, Any], what: str, kernel: str = "", timeout: float | None = None,
+              fds: tuple[int, ...] = ()) -> Reply:
+        """One request and its reply. A death, a timeout or an interrupt while the worker works ends
+        it (and starts the next one) and raises KernelCrash / KernelTimeout / KernelInterrupted."""
+        proc = self._proc
+        self._ready()
+        channel = proc.channel
+        assert channel is not None
+        self._flush_frees()
+        t0 = time.perf_counter()
+        try:
+            data = _ipc.frame(msg)
+        except Exception as exc:   # nothing was sent: the stream is in step
+            raise ParameterError(f"{what}: a value cannot be sent to the Vulkan worker process ({exc}); pass "
+                                 "numpy arrays, numbers, or backend.buffer()/.texture() objects") from None
+        try:
+            proc.in_flight = True
+            channel.sock.sendall(data)
+            if fds:
+                channel.send_fds(fds)
+            reply: Reply = channel.recv(None if timeout is None else time.monotonic() + timeout)
+            proc.in_flight = False
+        except BaseException as exc:
+            self._failed(exc, what, kernel, time.perf_counter() - t0, timeout)
+            raise
+        if "error" in reply:
+            kind = reply.get("type", "")
+            if kind == "DeviceLost":
+                self._restart(f"lost its device in {what}")
+                raise DeviceLost(f"{what}: the Vulkan device was lost ({reply['error'].strip()}); the worker was "
+                                 "restarted with a new device. Cells, kernels and functions still work; device "
+                                 "buffers and textures made before are gone (make them again).")
+            raise _ERRORS.get(kind, RuntimeError)(reply["error"])
+        return reply
+
+    def _failed(self, exc: BaseException, what: str, kernel: str, elapsed: float, timeout: float | None) -> None:
+        proc = self._proc
+        if not proc.in_flight and isinstance(exc, KeyboardInterrupt):
+            return  # before anything was sent: the stream is in step
+        after = "numpy arrays passed to this call are unchanged; device buffers and textures made before are lost"
+        if isinstance(exc, (EOFError, OSError)) and not isinstance(exc, TimeoutError):
+            how = proc.death()
+            self._restart(f"crashed ({how}) in {what}")
+            raise KernelCrash(
+                f"{what} crashed the Vulkan worker ({how}) after {elapsed:.2f} s. The worker was restarted: every "
+                f"cell, kernel and function of the session still works; {after}. On a software device (lavapipe) "
+                "shaders run as CPU code, so an index out of range of groupshared memory or a local array, a null "
+                "or wild pointer, or a bad descriptor kills the process where a GPU might not notice: check "
+                "indices and pointers (the CPU backend's Session(checked=True) reports out-of-range buffer "
+                "indices).",
+                kernel, how.signal or str(how)) from None
+        if isinstance(exc, TimeoutError):
+            self._restart(f"was stopped after the timeout in {what}")
+            raise KernelTimeout(
+                f"{what} did not finish within {timeout:g} s (Session(timeout=...)): the Vulkan worker was ended "
+                f"and restarted; {after}.", kernel, elapsed) from None
+        if isinstance(exc, KeyboardInterrupt):
+            self._restart(f"was stopped by an interrupt in {what}")
+            raise KernelInterrupted(
+                f"{what} interrupted after {elapsed:.1f} s: the Vulkan worker was ended and restarted; {after}.",
+                kernel, elapsed) from None
+        self._restart(f"failed in {what} ({type(exc).__name__})")   # the stream is out of step
+
+    def _flush_frees(self) -> None:
+        channel = self._proc.channel
+        assert channel is not None
+        with self._free_lock:
+            frees, self._frees = self._frees, []
+            unmaps, self._unmaps = self._unmaps, []
+        if frees:
+            channel.send({"op": "free", "ids": frees})
+        if unmaps:
+            channel.send({"op": "unmap", "ids": unmaps})
+
+    def _freed(self, generation: int, obj_id: int) -> None:
+        if generation == self._proc.generation:
+            with self._free_lock:
+                self._frees.append(obj_id)
+
+    # -- shared memory ------------------------------------------------------------------------------
+
+    def _mapped(self, seg: _shm.Segment) -> None:
+        proc = self._proc
+        if seg.id not in proc.mapped:
+            self._call({"op": "map", "id": seg.id, "size": seg.size}, "mapping shared memory", fds=(seg.fd,))
+            proc.mapped.add(seg.id)
+            weakref.finalize(seg, self._segment_gone, proc.generation, seg.id)
+
+    def _segment_gone(self, generation: int, seg_id: int) -> None:
+        if generation == self._proc.generation:
+            self._proc.mapped.discard(seg_id)
+            with self._free_lock:
+                self._unmaps.append(seg_id)
+
+    def _stage(self, arrays: list[np.ndarray]) -> list[ArraySlot]:
+        """Slots for these arrays: in place where they lie in shared memory, else copied into staging."""
+        need = sum(-(-a.nbytes // _shm.ALIGN) * _shm.ALIGN for a in arrays if _shm.segment_of(a) is None)
+        if need and (self._staging is None or self._staging.size < need):
+            old = self._staging.size if self._staging is not None else 0
+            self._drop_staging()
+            self._staging = _shm.Segment(max(need + (need >> 3), 2 * old, 1 << 20), "slang-kernel-vulkan")
+        slots, off = [], 0
+        for a in arrays:
+            seg = _shm.segment_of(a)
+            if seg is not None and a.flags.c_contiguous:
+                self._mapped(seg)
+                slots.append(ArraySlot(seg.id, a.ctypes.data - seg.addr, a.shape, a.dtype, a.flags.writeable))
+                continue
+            staging = self._staging
+            assert staging is not None
+            self._mapped(staging)
+            if a.nbytes:
+                np.copyto(staging.array(a.shape, a.dtype, off), a)
+            slots.append(ArraySlot(staging.id, off, a.shape, a.dtype, a.flags.writeable))
+            off += -(-a.nbytes // _shm.ALIGN) * _shm.ALIGN
+        return slots
+
+    def _slot_array(self, slot: ArraySlot) -> np.ndarray:
+        assert self._staging is not None and slot.segment == self._staging.id
+        return self._staging.array(slot.shape, slot.dtype, slot.offset)
+
+    def _drop_staging(self) -> None:
+        seg, self._staging = self._staging, None
+        if seg is not None:
+            seg.close()
+
+    def empty(self, shape: Any, dtype: Any = np.float32) -> np.ndarray:
+        """An array in shared memory: dispatches hand it to the worker without a copy."""
+        dt = np.dtype(dtype)
+        dims: tuple[int, ...] = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
+        n = int(np.prod(dims, dtype=np.int64)) * dt.itemsize
+        return _shm.Segment(max(n, 1)).array(shape, dt)
+
+    def zeros(self, shape: Any, dtype: Any = np.float32) -> np.ndarray:
+        return self.empty(shape, dtype)  # a fresh memfd reads as zeros
+
+    def shared(self, a: Any, dtype: Any = None) -> np.ndarray:
+        src = np.asarray(a, dtype=dtype)
+        out = self.empty(src.shape, src.dtype)
+        out[...] = src
+        return out
+
+    # -- dispatch -----------------------------------------------------------------------------------
+
+    def dispatch(self, kernel: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any]) -> None:
+        arrays: list[np.ndarray] = []
+        index: dict[int, int] = {}
+        sent: dict[str, Any] = {}
+        for name, v in values.items():
+            if type(v) is np.ndarray and not v.dtype.hasobject:
+                i = index.get(id(v))
+                if i is None:
+                    i = index[id(v)] = len(arrays)
+                    arrays.append(v)
+                sent[name] = ArrayArg(i)
+            elif isinstance(v, (int, float, str)):
+                sent[name] = v
+            else:
+                sent[name] = self._refs(v, name)
+        writable = self._writable.get(kernel.key)
+        if writable is None:
+            params = [*kernel.reflection.globals, *kernel.entry_point.uniforms]
+            writable = self._writable[kernel.key] = frozenset(p.name for p in params if p.type.writable)
+        with self._lock:
+            if kernel.key not in self._proc.loaded:
+                self._call({"op": "load", "kernel": kernel}, f"{kernel.entry} (building it for Vulkan)", kernel.entry)
+                self._proc.loaded.add(kernel.key)
+            slots = self._stage(arrays)
+            msg = {"op": "run", "key": kernel.key, "groups": groups, "values": sent, "arrays": slots}
+            reply = self._call(msg, kernel.entry, kernel.entry, self.timeout)
+            if writable:
+                back = {index[id(values[n])] for n in writable if type(values.get(n)) is np.ndarray}
+                for i in back:
+                    slot = slots[i]
+                    if self._staging is not None and slot.segment == self._staging.id and arrays[i].nbytes:
+                        np.copyto(arrays[i], self._slot_array(slot))
+            if self._staging is not None and self._staging.size > STAGING_KEEP:
+                self._drop_staging()
+        text = reply.get("text")
+        if text:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+
+    def _refs(self, v: Any, name: str) -> Any:
+        """Device handles -> DeviceRef (a lost one raises); containers are looked into."""
+        if isinstance(v, _Handle):
+            return DeviceRef(v._live(self, f"parameter `{name}`"))
+        if isinstance(v, dict):
+            return {k: self._refs(x, f"{name}.{k}") for k, x in v.items()}
+        if isinstance(v, (list, tuple)) and not hasattr(v, "_fields"):
+            return type(v)(self._refs(x, f"{name}[{i}]") for i, x in enumerate(v))
+        if type(v).__module__.startswith("slangpy"):
+            raise ParameterError(f"parameter `{name}`: an sgl object ({type(v).__name__}) lives in this process, and "
+                                 "the Vulkan device is in a worker process: pass a numpy array or a backend.buffer()/"
+                                 ".texture(), or use Session(isolate=False)")
+        return v
+
+    def forget(self, keys: list[str]) -> None:
+        """Drop the worker's kernels of these revisions (replaced cells)."""
+        with self._lock:
+            keys = [k for k in keys if k in self._proc.loaded]
+            if keys and self._proc.channel is not None:
+                self._proc.loaded.difference_update(keys)
+                self._proc.channel.send({"op": "forget", "keys": keys})
+
+    # -- device-resident objects --------------------------------------------------------------------
+
+    def buffer(self, array_or_shape: Any, dtype: Any = None) -> "VulkanBufferHandle":
+        """A device buffer: from an array (uploaded) or a shape (+ dtype, default float32; zero-filled)."""
+        reply, oid = self._new("buffer", array_or_shape, dtype, 2)
+        return VulkanBufferHandle(self, oid, reply)
+
+    def texture(self, array_or_shape: Any, dtype: Any = None, *, dims: int = 2) -> "VulkanTextureHandle":
+        """A device texture from an (H, W, C) array (uint8 -> *8_unorm, float32 -> *32_float) or a shape."""
+        reply, oid = self._new("texture", array_or_shape, dtype, dims)
+        return VulkanTextureHandle(self, oid, reply, dims)
+
+    def sampler(self, spec: Any = None) -> Any:
+        """A sampler, made in the worker where it is used: None/"linear", "point"/"nearest" or a dict."""
+        if spec is not None and not isinstance(spec, (str, Mapping)):
+            raise ParameterError(f"a SamplerState needs None, 'linear', 'point' or a dict of options here (the "
+                                 f"device is in a worker process); got {type(spec).__name__}")
+        return spec
+
+    def _new(self, kind: str, source: Any, dtype: Any, dims: int) -> tuple[Reply, int]:
+        arrays: list[np.ndarray] = []
+        if isinstance(source, np.ndarray) or (not isinstance(source, (int, tuple)) and hasattr(source, "__array__")):
+            source = np.asarray(source)
+            arrays.append(source)
+        oid = next(self._ids)
+        with self._lock:
+            slots = self._stage(arrays)
+            msg = {"op": "new", "id": oid, "kind": kind, "source": slots[0] if slots else source,
+                   "dtype": dtype, "dims": dims}
+            return self._call(msg, f"making a {kind}"), oid
+
+    def _read(self, h: "_Handle") -> np.ndarray:
+        with self._lock:
+            oid = h._live(self, "")
+            need = h.nbytes
+            if self._staging is None or self._staging.size < need:
+                self._drop_staging()
+                self._staging = _shm.Segment(max(need, 1 << 20), "slang-kernel-vulkan")
+            self._mapped(self._staging)
+            out = ArraySlot(self._staging.id, 0, h.shape, h.dtype)
+            self._call({"op": "read", "id": oid, "slot": out}, f"reading {h.label}")
+            data: np.ndarray = self._slot_array(out).copy()
+            return data
+
+    def _write(self, h: "_Handle", array: Any) -> None:
+        arr = np.asarray(array)
+        with self._lock:
+            oid = h._live(self, "")
+            slots = self._stage([arr])
+            self._call({"op": "write", "id": oid, "slot": slots[0]}, f"uploading to {h.label}")
+
+
+class _Handle:
+    """A device object in the worker, by id; valid while the worker that made it lives."""
+
+    kind = "object"
+
+    def __init__(self, backend: IsolatedVulkanBackend, oid: int, reply: Reply) -> None:
+        self.backend, self.id = backend, oid
+        self.generation = backend.generation
+        self.shape: tuple[int, ...] = tuple(reply["shape"])
+        self.dtype: np.dtype[Any] = np.dtype(reply["dtype"])
+        self.nbytes = self.size * self.dtype.itemsize
+        weakref.finalize(self, backend._freed, self.generation, oid)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def label(self) -> str:
+        return f"device {self.kind} #{self.id} ({self.dtype} {self.shape})"
+
+    @property
+    def lost(self) -> bool:
+        return self.generation != self.backend.generation
+
+    def _live(self, backend: IsolatedVulkanBackend, where: str) -> int:
+        """The worker's id of this object; DeviceLost if the worker that held it is gone."""
+        if backend is not self.backend:
+            raise ParameterError(f"{where or self.label}: that {self.kind} belongs to another Vulkan session")
+        if self.lost:
+            why = self.backend._lost.get(self.generation, "was restarted")
+            raise DeviceLost(
+                f"{where + ': ' if where else ''}{self.label} is lost: the Vulkan worker that held it {why}. "
+                f"Make it again (backend.{self.kind}(...)); re-running the cell that made it does.")
+        return self.id
+
+    def numpy(self) -> np.ndarray:
+        """A copy of the contents."""
+        return self.backend._read(self)
+
+    def upload(self, array: Any) -> None:
+        self.backend._write(self, array)
+
+    def __repr__(self) -> str:
+        state = ", lost" if self.lost else ""
+        return f"<{type(self).__name__} #{self.id} {self.dtype} {self.shape} on {self.backend.adapter}{state}>"
+
+
+class VulkanBufferHandle(_Handle):
+    """A buffer in the Vulkan worker: pass it to kernels (no copy); `.numpy()` reads it back."""
+
+    kind = "buffer"
+
+
+class VulkanTextureHandle(_Handle):
+    """A texture in the Vulkan worker ((H, W, C) for 2D, (D, H, W, C) for 3D, (W, C) for 1D)."""
+
+    kind = "texture"
+
+    def __init__(self, backend: IsolatedVulkanBackend, oid: int, reply: Reply, dims: int) -> None:
+        super().__init__(backend, oid, reply)
+        self.dims = dims
+        self.channels = self.shape[-1]
+        self.format_name = str(reply.get("format", ""))

@@ -1,0 +1,161 @@
+"""The Vulkan worker: the sgl device (a GPU driver, or Mesa lavapipe) outside the notebook's process.
+
+Started by backends._vulkan_isolated as `python -c BOOTSTRAP SOCKET_FD PARENT_PID`. It runs the
+in-process backend (backends.vulkan.VulkanBackend) on its own device: a shader that kills the process
+(lavapipe runs shaders as CPU code, so a wild groupshared index is a SIGSEGV) or never ends costs the
+notebook one cell's error and this process, nothing else. Nothing here is the only copy of anything
+the session needs: kernels arrive as CompiledKernels (their module chain as sources), numpy arrays lie
+in the parent's shared memory. Device buffers and textures do live only here: the parent's handles
+say so when this process is gone. The protocol is in _vulkan_wire.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import sys
+from typing import Any, Callable, cast
+
+import numpy as np
+
+from .. import _ipc
+from ..compiled import CompiledKernel
+from . import BackendConfig
+from ._vulkan_wire import ArrayArg, ArraySlot, DeviceRef, Reply, is_device_lost
+from .vulkan import VulkanBackend, VulkanBuffer, VulkanTexture
+
+__all__ = ["Worker", "main"]
+
+
+class Worker:
+    def __init__(self, channel: _ipc.Channel) -> None:
+        self.channel = channel
+        self.backend: VulkanBackend | None = None
+        self.segments: dict[int, mmap.mmap] = {}
+        self.kernels: dict[str, CompiledKernel] = {}
+        self.objects: dict[int, VulkanBuffer | VulkanTexture] = {}
+        self.ops: dict[str, Callable[[dict[str, Any]], Reply]] = {
+            "init": self.init, "load": self.load, "run": self.run, "new": self.new, "read": self.read,
+            "write": self.write}
+
+    def serve(self) -> None:
+        channel = self.channel
+        while True:
+            try:
+                msg = cast("dict[str, Any]", channel.recv())
+            except EOFError:
+                return
+            op = msg["op"]
+            if op == "exit":
+                return
+            if op == "map":
+                channel.send(self._guard(lambda m: self.map(m, channel.recv_fds(1)[0]), msg))
+            elif op == "unmap":
+                for i in msg["ids"]:
+                    self.segments.pop(i, None)   # views of it may still be alive: the GC unmaps
+            elif op == "free":
+                for i in msg["ids"]:
+                    self.objects.pop(i, None)
+            elif op == "forget":
+                for k in msg["keys"]:
+                    self.kernels.pop(k, None)
+            else:
+                channel.send(self._guard(self.ops[op], msg))
+
+    def _guard(self, fn: Callable[[dict[str, Any]], Reply], msg: dict[str, Any]) -> Reply:
+        try:
+            return fn(msg)
+        except Exception as exc:
+            text = str(exc)
+            kind = "DeviceLost" if is_device_lost(text) else type(exc).__name__
+            return {"error": text, "type": kind}
+
+    # -- ops ----------------------------------------------------------------------------------------
+
+    def init(self, msg: dict[str, Any]) -> Reply:
+        self.backend = VulkanBackend(BackendConfig(include_paths=tuple(msg["include_paths"])))
+        return {"adapter": self.backend.adapter, "describe": self.backend.describe(), "pid": os.getpid()}
+
+    def map(self, msg: dict[str, Any], fd: int) -> Reply:
+        try:
+            self.segments[msg["id"]] = mmap.mmap(fd, msg["size"])
+        finally:
+            os.close(fd)
+        return {"ok": True}
+
+    def load(self, msg: dict[str, Any]) -> Reply:
+        kernel: CompiledKernel = msg["kernel"]
+        self._backend()._prepare(kernel)
+        self.kernels[kernel.key] = kernel
+        return {"ok": True}
+
+    def run(self, msg: dict[str, Any]) -> Reply:
+        kernel = self.kernels[msg["key"]]
+        views = [self._view(s) for s in msg["arrays"]]
+        values = {k: self._resolve(v, views) for k, v in msg["values"].items()}
+        text = self._backend().run(kernel, tuple(msg["groups"]), values, wait=True)
+        return {"ok": True, "text": text}
+
+    def new(self, msg: dict[str, Any]) -> Reply:
+        b = self._backend()
+        source = msg["source"]
+        if isinstance(source, ArraySlot):
+            source = self._view(source)
+        obj: VulkanBuffer | VulkanTexture
+        if msg["kind"] == "buffer":
+            obj = b.buffer(source, msg["dtype"])
+        else:
+            obj = b.texture(source, msg["dtype"], dims=msg["dims"])
+        self.objects[msg["id"]] = obj
+        fmt = obj.format.name if isinstance(obj, VulkanTexture) else ""
+        return {"shape": tuple(obj.shape), "dtype": obj.dtype, "format": fmt}
+
+    def read(self, msg: dict[str, Any]) -> Reply:
+        data = self.objects[msg["id"]].numpy()
+        out = self._view(msg["slot"])
+        if out.shape != data.shape or out.dtype != data.dtype:
+            raise RuntimeError(f"read: the device object is {data.dtype} {data.shape}, the slot {out.dtype} {out.shape}")
+        np.copyto(out, data)
+        return {"ok": True}
+
+    def write(self, msg: dict[str, Any]) -> Reply:
+        self.objects[msg["id"]].upload(self._view(msg["slot"]))
+        return {"ok": True}
+
+    # -- helpers ------------------------------------------------------------------------------------
+
+    def _backend(self) -> VulkanBackend:
+        if self.backend is None:
+            raise RuntimeError("the Vulkan worker was not initialised")
+        return self.backend
+
+    def _view(self, slot: ArraySlot) -> np.ndarray:
+        arr: np.ndarray = np.ndarray(slot.shape, slot.dtype, buffer=self.segments[slot.segment], offset=slot.offset)
+        if not slot.writeable:
+            arr.flags.writeable = False
+        return arr
+
+    def _resolve(self, v: Any, views: list[np.ndarray]) -> Any:
+        if isinstance(v, ArrayArg):
+            return views[v.position]
+        if isinstance(v, DeviceRef):
+            return self.objects[v.id]
+        if isinstance(v, dict):
+            return {k: self._resolve(x, views) for k, x in v.items()}
+        if isinstance(v, (list, tuple)) and not hasattr(v, "_fields"):
+            return type(v)(self._resolve(x, views) for x in v)
+        return v
+
+
+def main() -> None:
+    channel = _ipc.connect_to_parent()
+    if channel is None:
+        return
+    try:
+        Worker(channel).serve()
+    finally:
+        # Leave without tearing the device down: drivers have crashed in their teardown after a shader
+        # misbehaved (and at interpreter exit), and the process's end frees everything anyway.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
