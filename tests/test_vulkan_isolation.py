@@ -1,0 +1,218 @@
+"""The Vulkan device in a worker process: a kernel that crashes or hangs lavapipe costs one cell's error.
+
+Each crash case is followed by a dispatch of an earlier kernel and a call of an earlier function in the
+same session, which must give the right answers; device buffers and textures work as before while
+the worker lives and say they are lost after it died.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from typing import Any, Iterator
+
+import numpy as np
+import pytest
+
+import slang_kernel as sk
+from slang_kernel.errors import DeviceLost
+
+pytestmark = pytest.mark.vulkan
+
+SAXPY = """
+[shader("compute")][numthreads(64, 1, 1)]
+void iso_saxpy(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> y, uniform StructuredBuffer<float> x,
+               uniform float a, uniform uint n)
+{ if (t.x < n) y[t.x] = a * x[t.x] + y[t.x]; }
+"""
+SQR = "float iso_sqr(float x) { return x * x; }"
+GROUPSHARED = """
+groupshared float sh[64];
+[shader("compute")][numthreads(64,1,1)]
+void gs(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> b, uniform int k)
+{ sh[t.x * k] = 1.0; GroupMemoryBarrierWithGroupSync(); b[t.x] = sh[(t.x * 7919 * k) % 100000]; }
+"""
+NULL_POINTER = """
+[shader("compute")][numthreads(1,1,1)]
+void nullp(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> b, uniform uint64_t addr)
+{ float* p = (float*)addr; b[0] = p[t.x]; p[1] = 2.0; }
+"""
+ENDLESS = """
+[shader("compute")][numthreads(1,1,1)]
+void endless(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<uint> b)
+{ while (b[0] == 0) { b[1] += 1; } }
+"""
+RELAX = """
+[shader("compute")][numthreads(64, 1, 1)]
+void iso_relax(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> v, uniform uint n)
+{ if (t.x < n) v[t.x] = v[t.x] * 0.5 + 1.0; }
+[shader("compute")][numthreads(8, 8, 1)]
+void iso_paint(uint3 t: SV_DispatchThreadID, uniform RWTexture2D<float4> img, uniform float g)
+{ img[t.xy] = float4(t.x, t.y, g, 1); }
+"""
+
+
+def _session(**options: Any) -> sk.Session:
+    try:
+        return sk.Session(backend="vulkan", **options)
+    except sk.BackendUnavailable as exc:
+        pytest.skip(f"vulkan backend unavailable here: {exc}")
+
+
+@pytest.fixture(scope="module")
+def vk() -> Iterator[sk.Session]:
+    s = _session(timeout=20)
+    s.run_cell(SAXPY, name="iso_saxpy")
+    s.run_cell(SQR, name="iso_sqr")
+    s.run_cell(RELAX, name="iso_relax")
+    yield s
+    s.close()
+
+
+def _earlier_cells_work(s: sk.Session) -> None:
+    y = np.ones(100, np.float32)
+    x = np.arange(100, dtype=np.float32)
+    s.kernel("iso_saxpy")(threads=100, y=y, x=x, a=2.0, n=100)
+    np.testing.assert_array_equal(y, 2 * x + 1)
+    np.testing.assert_allclose(s.function("iso_sqr")(np.arange(8, dtype=np.float32)), np.arange(8) ** 2)
+
+
+def test_runs_in_a_worker_process(vk: sk.Session) -> None:
+    assert "isolated worker process" in vk.backend.describe()
+    pid = getattr(vk.backend, "worker_pid")
+    assert pid is not None and pid != os.getpid()
+    _earlier_cells_work(vk)
+
+
+def test_in_process_when_asked() -> None:
+    from slang_kernel.backends.vulkan import VulkanBackend
+
+    s = _session(isolate=False)
+    try:
+        assert type(s.backend) is VulkanBackend
+        s.run_cell(SAXPY, name="iso_saxpy")
+        s.run_cell(SQR, name="iso_sqr")
+        _earlier_cells_work(s)
+    finally:
+        s.close()
+
+
+def test_groupshared_out_of_range_is_a_kernel_crash(vk: sk.Session) -> None:
+    _earlier_cells_work(vk)
+    vk.run_cell(GROUPSHARED, name="iso_gs")
+    b = np.zeros(64, np.float32)
+    before = getattr(vk.backend, "restarts")
+    with pytest.raises(sk.KernelCrash, match=r"gs crashed the Vulkan worker \(killed by SIG") as info:
+        vk.kernel("gs")(threads=64, b=b, k=100000)
+    assert info.value.kernel == "gs" and info.value.signal.startswith("SIG")
+    assert "still works" in str(info.value) and "check" in str(info.value)
+    assert getattr(vk.backend, "restarts") == before + 1
+    assert (b == 0).all()
+    _earlier_cells_work(vk)
+    vk.kernel("gs")(threads=64, b=b, k=0)    # the same kernel with a good index: rebuilt in the new worker
+    assert (b == 1).all()
+
+
+def test_null_pointer_is_a_kernel_crash(vk: sk.Session) -> None:
+    vk.run_cell(NULL_POINTER, name="iso_nullp")
+    b = np.zeros(4, np.float32)
+    with pytest.raises(sk.KernelCrash, match="nullp crashed the Vulkan worker"):
+        vk.kernel("nullp")(threads=1, b=b, addr=0)
+    _earlier_cells_work(vk)
+
+
+def test_endless_loop_stops_at_the_timeout() -> None:
+    s = _session(timeout=1)
+    try:
+        s.run_cell(SAXPY, name="iso_saxpy")
+        s.run_cell(SQR, name="iso_sqr")
+        _earlier_cells_work(s)
+        s.run_cell(ENDLESS, name="iso_endless")
+        b = np.zeros(2, np.uint32)
+        with pytest.raises(sk.KernelTimeout, match=r"endless did not finish within 1 s") as info:
+            s.kernel("endless")(threads=1, b=b)
+        assert info.value.kernel == "endless" and 1 <= info.value.elapsed < 10
+        assert (b == 0).all()
+        _earlier_cells_work(s)
+        b[0] = 1
+        s.kernel("endless")(threads=1, b=b)   # ends at once when b[0] != 0
+    finally:
+        s.close()
+
+
+def test_interrupt_stops_an_endless_dispatch(vk: sk.Session) -> None:
+    vk.run_cell(ENDLESS, name="iso_endless")
+    b = np.zeros(2, np.uint32)
+    vk.kernel("endless")(threads=1, b=np.array([1, 0], np.uint32))   # built and loaded before the clock starts
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(sk.KernelInterrupted, match="endless interrupted after"):
+            vk.kernel("endless")(threads=1, b=b)
+    finally:
+        timer.cancel()
+    _earlier_cells_work(vk)
+
+
+def test_device_objects_work_and_are_lost_after_a_crash(vk: sk.Session) -> None:
+    backend: Any = vk.backend
+    v = backend.buffer(np.zeros(256, np.float32))
+    assert v.shape == (256,) and v.dtype == np.float32 and v.size == 256
+    for _ in range(10):
+        vk.kernel("iso_relax")(threads=256, v=v, n=256)
+    np.testing.assert_allclose(v.numpy(), np.full(256, 2 - 2.0 ** -9, np.float32), rtol=1e-6)
+    v.upload(np.full(256, 2, np.float32))
+    vk.kernel("iso_relax")(threads=256, v=v, n=256)
+    np.testing.assert_array_equal(v.numpy(), 2)
+    assert (backend.buffer((10,), np.float32).numpy() == 0).all()
+    tex = backend.texture((16, 32, 4), np.float32)
+    assert tex.shape == (16, 32, 4)
+    vk.kernel("iso_paint")(threads=(32, 16), img=tex, g=0.5)
+    img = tex.numpy()
+    assert img.shape == (16, 32, 4) and img[3, 5].tolist() == [5, 3, 0.5, 1]
+
+    vk.run_cell(GROUPSHARED, name="iso_gs")
+    with pytest.raises(sk.KernelCrash):
+        vk.kernel("gs")(threads=64, b=np.zeros(64, np.float32), k=100000)
+    with pytest.raises(DeviceLost, match=r"parameter `v`: device buffer #\d+ \(float32 \(256,\)\) is lost"):
+        vk.kernel("iso_relax")(threads=256, v=v, n=256)
+    with pytest.raises(DeviceLost, match=r"device texture #\d+ .* is lost: the Vulkan worker that held it crashed"):
+        tex.numpy()
+    with pytest.raises(DeviceLost, match="is lost"):
+        v.upload(np.zeros(256, np.float32))
+    w = backend.buffer(np.ones(256, np.float32))     # new ones work
+    vk.kernel("iso_relax")(threads=256, v=w, n=256)
+    np.testing.assert_array_equal(w.numpy(), 1.5)
+    _earlier_cells_work(vk)
+
+
+def test_printf_reaches_the_cell(vk: sk.Session, capsys: pytest.CaptureFixture[str]) -> None:
+    vk.run_cell("""
+[shader("compute")][numthreads(1, 1, 1)]
+void iso_say(uint3 t: SV_DispatchThreadID, uniform float x, uniform RWStructuredBuffer<float> o)
+{ printf("iso x=%.1f\\n", x); o[0] = x; }""", name="iso_say")
+    o = np.zeros(1, np.float32)
+    vk.kernel("iso_say")(threads=1, x=2.5, o=o)
+    assert "iso x=2.5" in capsys.readouterr().out and o[0] == 2.5
+
+
+def test_shared_arrays_are_used_in_place(vk: sk.Session) -> None:
+    backend: Any = vk.backend
+    y = backend.zeros(100, np.float32)
+    x = backend.shared(np.arange(100, dtype=np.float32))
+    vk.kernel("iso_saxpy")(threads=100, y=y, x=x, a=3.0, n=100)
+    np.testing.assert_array_equal(y, 3 * np.arange(100))
+
+
+def test_no_crash_at_exit_after_a_kernel_crash() -> None:
+    code = ("import numpy as np, slang_kernel as sk\n"
+            f"s = sk.Session(backend='vulkan')\ns.run_cell({GROUPSHARED!r}, name='gs')\n"
+            "try:\n    s.kernel('gs')(threads=64, b=np.zeros(64, np.float32), k=100000)\n"
+            "except sk.KernelCrash:\n    print('CRASH')\n"
+            "b = np.zeros(64, np.float32)\ns.kernel('gs')(threads=64, b=b, k=0)\nprint('OK', b[0])\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "CRASH" in proc.stdout and "OK 1.0" in proc.stdout
