@@ -105,6 +105,12 @@ class Cell:
     options: tuple[str, ...] = ()               # extra compiler options of this revision
     own_defines: tuple[tuple[str, str], ...] = ()  # the defines given with this cell (run_cell(defines=))
     interface: str = ""            # digest of what importers see (interface_text, defines, imports' interfaces)
+    label: str = ""                # what diagnostics call it when not its name (a front end's prompt, "In[7]")
+
+    @property
+    def shown(self) -> str:
+        """The cell as the user sees it: its label, or its name."""
+        return self.label or self.name
 
     @property
     def ok(self) -> bool:

@@ -1,17 +1,23 @@
-"""Every exception the engine raises at run time, in one module that imports nothing of ours.
+"""Every exception the engine raises, in one module: backends, kernels, views and front ends share one
+definition without importing each other.
 
-Compile errors belong to the compiler (`compiler.diagnostics`: SlangCompileError, SlangCompilerCrash);
-everything a dispatch, a parameter or a device can go wrong with is here, so backends, kernels and
-front ends share one definition without importing each other.
+Compile errors are defined by the compiler layer (`compiler.diagnostics`, which renders them) and the
+compiler worker's start-up error by its client; both are re-exported here. Everything else a
+dispatch, a parameter, a build or a device can go wrong with is defined here.
 """
 
 from __future__ import annotations
 
 import warnings
 
+from .compiler.client import CompilerUnavailable
+from .compiler.diagnostics import SlangCompileError, SlangCompilerCrash
+
 __all__ = [
     "BackendUnavailable",
     "BoundsError",
+    "CompilerUnavailable",
+    "CpuBuildError",
     "DeviceLost",
     "KernelCrash",
     "KernelInterrupted",
@@ -19,6 +25,8 @@ __all__ = [
     "OutOfRangeWarning",
     "ParameterError",
     "PlaygroundError",
+    "SlangCompileError",
+    "SlangCompilerCrash",
     "UnsupportedOnCpu",
     "VulkanCompileError",
 ]
@@ -79,6 +87,10 @@ class KernelInterrupted(KeyboardInterrupt):
     def __init__(self, message: str, kernel: str = "", elapsed: float = 0.0) -> None:
         super().__init__(message)
         self.kernel, self.elapsed = kernel, elapsed
+
+
+class CpuBuildError(RuntimeError):
+    """g++ rejected Slang's generated C++."""
 
 
 class UnsupportedOnCpu(NotImplementedError):

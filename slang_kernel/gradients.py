@@ -25,7 +25,8 @@ import numpy as np
 from .cache import digest
 from .cells import Cell
 from .compiler.diagnostics import SlangCompileError, parse_diagnostics
-from .ir import AUTODIFF_OPS, IRFunction, IRModule, _back_edges, classify_autodiff, parse_ir, split_dump, to_graph
+from .ir import (AUTODIFF_OPS, IRFunction, IRInst, IRModule, _back_edges, classify_autodiff, parse_ir, split_dump,
+                 to_graph)
 
 if TYPE_CHECKING:
     from .autodiff import SlangFunction
@@ -115,9 +116,9 @@ def ir_views(session: "Session", name: str, pass_: str | None = None, *, autodif
     out = IRViews(name, cell.name, cell.source, offset)
     reply = session.call(req)
     if not reply["ok"]:
-        raise SlangCompileError(f"could not disassemble {cell.name}",
-                                parse_diagnostics(reply["diagnostics"], {cell.name: offset}),
-                                {cell.name: cell.source})
+        raise SlangCompileError(f"could not disassemble {cell.shown}",
+                                parse_diagnostics(reply["diagnostics"], {cell.shown: offset}),
+                                {cell.shown: cell.source})
     out.views["module"] = reply["ir"]
     fn_info, diff = None, []
     if _is_function(session, name):
@@ -148,7 +149,7 @@ def ir_views(session: "Session", name: str, pass_: str | None = None, *, autodif
             "compile", cell=cell.name, append=wrapper, module=module + "_ad", entries=[entry], target=target,
             options=opts, reflect=False))
         if not reply["ok"]:
-            diags = parse_diagnostics(reply["diagnostics"], {cell.name: 1 + offset})
+            diags = parse_diagnostics(reply["diagnostics"], {cell.shown: 1 + offset})
             out.notes.append("the derivative kernel did not compile: "
                              + "; ".join(str(d) for d in diags if d.severity == "error")[:400])
             return out
@@ -180,7 +181,8 @@ def _callee_names(mod: IRModule) -> dict[str, str]:
     glob = {g.id: g for g in mod.globals if g.id}
     out = dict(names)
     for gid, g in glob.items():
-        cur, depth = g, 0
+        cur: IRInst | None = g
+        depth = 0
         while cur is not None and cur.opcode == "specialize" and cur.operands and depth < 8:
             target = cur.operands[0]
             if target in names:
@@ -250,7 +252,7 @@ def graph_data_from_views(v: IRViews) -> dict[str, Any]:
                 related.append([view["id"], f["id"]])
     order = {"backward_primal": 1, "forward": 0, "backward_propagate": 2, "rematerialize": 3, "context": 4}
     fn_role = {(vw["id"], f["id"]): f["role"] for vw in views for f in vw["functions"]}
-    related[1:] = sorted(related[1:], key=lambda r: order.get(fn_role.get(tuple(r)) or "", 9))
+    related[1:] = sorted(related[1:], key=lambda r: order.get(fn_role.get((r[0], r[1])) or "", 9))
     pair = [vw["id"] for vw in views if vw["title"].startswith(("BEFORE ", "AFTER "))
             and not (vw["title"] == "AFTER " + AUTODIFF_PASS and len(views) > 3)][:2]
     return {"name": v.name, "cell": v.cell, "source": v.source, "views": views, "related": related,

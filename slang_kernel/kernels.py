@@ -8,7 +8,7 @@ from typing import Any, Mapping, Protocol, Sequence
 from .backends import Backend
 from .compiled import CompiledKernel
 from .compiler.reflection import EntryPointInfo, ParamInfo
-from .errors import BoundsError, DeviceLost, KernelCrash, KernelInterrupted, KernelTimeout, OutOfRangeWarning
+from .errors import BoundsError, DeviceLost, KernelCrash, KernelInterrupted, KernelTimeout, OutOfRangeWarning, ParameterError
 
 __all__ = ["BoundsError", "ComputeKernel", "DeviceLost", "KernelCrash", "KernelHost", "KernelInterrupted",
            "KernelTimeout", "OutOfRangeWarning", "check_parameters", "groups_for"]
@@ -69,7 +69,7 @@ def check_parameters(kernel: CompiledKernel, values: Mapping[str, Any]) -> None:
     if extra:
         parts.append("unknown " + ", ".join(f"`{n}`" for n in extra))
     sig = ", ".join(_param_text(every[n]) for n in every if n in kernel.parameter_names) or "none"
-    raise TypeError(f"{ep.name}(): {'; '.join(parts)}. Its parameters: {sig}.")
+    raise ParameterError(f"{ep.name}(): {'; '.join(parts)}. Its parameters: {sig}.")
 
 
 class ComputeKernel:

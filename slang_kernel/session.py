@@ -135,10 +135,12 @@ class Session:
     # -- cells --------------------------------------------------------------------------------------
 
     def run_cell(self, source: str, name: str | None = None, *, defines: Mapping[str, str] | None = None,
-                 options: Sequence[str] = ()) -> CellResult:
+                 options: Sequence[str] = (), label: str | None = None) -> CellResult:
         """Compile one cell. Running a name again replaces that cell and recompiles its users.
 
-        defines/options: for this cell only (on top of the session's). A cell with errors raises
+        defines/options: for this cell only (on top of the session's). label: what diagnostics and
+        messages call this revision when not its name (a front end re-running cell `In[2]` at prompt
+        [7] keeps its name and place, labelled "In[7]"). A cell with errors raises
         SlangCompileError and changes nothing (views of the cell keep its last good revision;
         `failure(name)` holds the error until a good revision arrives).
         """
@@ -159,11 +161,11 @@ class Session:
         earlier = [self._cells[n] for n in order[:pos]]
         module = old.module if old else module_name_for(name, (c.module for c in self._cells.values()))
         cell = self._check(name, module, source, earlier, own_defines=tuple(sorted(own.items())),
-                           options=tuple(options))
+                           options=tuple(options), label="" if label in (None, name) else str(label))
         if cell.error is not None:
             if any(d.code == "crash" for d in cell.diagnostics):
                 raise SlangCompilerCrash(cell.error + " The session is unchanged.")
-            exc = SlangCompileError(f"{name} did not compile; the session is unchanged.", list(cell.diagnostics),
+            exc = SlangCompileError(f"{cell.shown} did not compile; the session is unchanged.", list(cell.diagnostics),
                                     self._sources(cell))
             self._failed[name] = exc
             raise exc
@@ -248,16 +250,17 @@ class Session:
         return tuple(sorted((k, v) for k, v in merged.items() if k in source_idents))
 
     def _check(self, name: str, module: str, source: str, earlier: Sequence[Cell], own: frozenset[str] = frozenset(),
-               *, own_defines: tuple[tuple[str, str], ...] = (), options: tuple[str, ...] = ()) -> Cell:
+               *, own_defines: tuple[tuple[str, str], ...] = (), options: tuple[str, ...] = (), label: str = "") -> Cell:
         """Check one cell against the earlier cells it uses. `own`: kernels the cell defines (known after
         a first check) for whose names no earlier cell is imported."""
         idents = identifiers(source)
         imports = resolve_imports(idents - own, earlier)
         macros = self._macros(idents, own_defines)
-        req = self._build("check", name, module, source, imports, macros, options)
+        shown = label or name
+        req = self._build("check", shown, module, source, imports, macros, options)
         base = Cell(name=name, module=module, source=source, imports=tuple(c.name for c in imports),
                     digest=req.key, idents=idents, own=own, defines=macros, options=options,
-                    own_defines=own_defines,
+                    own_defines=own_defines, label=label,
                     interface=digest("interface", interface_text(source), *(f"{k}={v}" for k, v in macros),
                                      *options, *(d.interface for d in self.closure(imports))))
         reply = self.cache.get_object("cells", req.key)
@@ -266,10 +269,10 @@ class Session:
                 reply = self._compiler.call("check", **req.message())
             except SlangCompilerCrash as exc:
                 return dataclasses.replace(base, error=str(exc),
-                                           diagnostics=(Diagnostic("error", "crash", name, 0, 0, str(exc)),))
+                                           diagnostics=(Diagnostic("error", "crash", shown, 0, 0, str(exc)),))
             if reply["ok"]:
                 self.cache.put_object("cells", req.key, reply)
-        diagnostics = tuple(self._annotate(parse_diagnostics(reply["diagnostics"], {name: 1}), name, earlier))
+        diagnostics = tuple(self._annotate(parse_diagnostics(reply["diagnostics"], {shown: 1}), name, shown, earlier))
         if not reply["ok"]:
             error = "\n".join(str(d) for d in diagnostics if d.severity == "error") or "error"
             return dataclasses.replace(base, diagnostics=diagnostics, error=error)
@@ -282,24 +285,25 @@ class Session:
             # be found). Only kernels: a function named like an earlier one is an overload, which may
             # call the earlier one (`f(float2)` built on `f(float)`), and Slang would still compile it
             # without that cell, calling itself through an implicit float -> float2.
-            shadowing = self._check(name, module, source, earlier, kernels, own_defines=own_defines, options=options)
+            shadowing = self._check(name, module, source, earlier, kernels, own_defines=own_defines, options=options,
+                                    label=label)
             if shadowing.ok:
                 return shadowing
         return cell
 
-    def _annotate(self, diags: list[Diagnostic], name: str, earlier: Sequence[Cell]) -> list[Diagnostic]:
+    def _annotate(self, diags: list[Diagnostic], name: str, shown: str, earlier: Sequence[Cell]) -> list[Diagnostic]:
         """Add a hint when an undefined name is defined by a later cell (cells see only earlier ones)."""
         later = [c for n, c in self._cells.items() if n != name and c not in earlier and c.ok]
         out = []
         for d in diags:
             if d.cell is None and d.severity in ("error", "internal"):  # e.g. an internal compiler error
-                d = Diagnostic(d.severity, d.code, name, 0, 0, d.message)
+                d = Diagnostic(d.severity, d.code, shown, 0, 0, d.message)
             if d.code == "E30015" and "'" in d.message:
                 ident = d.message.split("'")[1]
-                owner = next((c.name for c in later if ident in c.names), None)
+                owner = next((c.shown for c in later if ident in c.names), None)
                 if owner:
                     d = Diagnostic(d.severity, d.code, d.cell, d.line, d.column,
-                                   f"{d.message} ({ident} is defined in {owner}, which comes after {name}; "
+                                   f"{d.message} ({ident} is defined in {owner}, which comes after {shown}; "
                                    f"a cell sees only the cells before it: move the definition up)",
                                    d.end_line, d.end_column)
             out.append(d)
@@ -315,11 +319,11 @@ class Session:
             earlier = [self._cells[n] for n in order[: order.index(later_name)]]
             imports = resolve_imports(cell.idents - cell.own, earlier)
             macros = self._macros(cell.idents, cell.own_defines)
-            req = self._build("check", cell.name, cell.module, cell.source, imports, macros, cell.options)
+            req = self._build("check", cell.shown, cell.module, cell.source, imports, macros, cell.options)
             if req.key == cell.digest and cell.ok:
                 continue
             new = self._check(cell.name, cell.module, cell.source, earlier, cell.own,
-                              own_defines=cell.own_defines, options=cell.options)
+                              own_defines=cell.own_defines, options=cell.options, label=cell.label)
             if new.error is not None:  # keep what it defined, so lookups can say it is broken
                 new = dataclasses.replace(new, decls=cell.decls, entry_points=cell.entry_points)
             self._commit(new)
@@ -341,8 +345,8 @@ class Session:
         return sorted(seen.values(), key=lambda c: order.get(c.name, len(order)))
 
     def _sources(self, *extra: Cell) -> dict[str, str]:
-        out = {n: c.source for n, c in self._cells.items()}
-        out.update({c.name: c.source for c in extra})
+        out = {c.shown: c.source for c in self._cells.values()}
+        out.update({c.shown: c.source for c in extra})
         return out
 
     # -- lookup -------------------------------------------------------------------------------------
@@ -357,7 +361,7 @@ class Session:
             if (kernel is None and (is_kernel or is_other)) or (kernel and is_kernel) or (kernel is False and is_other):
                 if not cell.ok:
                     raise SlangCompileError(
-                        f"{name} is defined in {cell.name}, which no longer compiles: fix or re-run it.",
+                        f"{name} is defined in {cell.shown}, which no longer compiles: fix or re-run it.",
                         list(cell.diagnostics), self._sources(cell))
                 return cell
         what = {True: "compute kernel", False: "function", None: "name"}[kernel]
@@ -383,7 +387,7 @@ class Session:
         cell = self.owner(name, kernel=False)
         decl = next(d for d in cell.decls if d.name == name)
         if decl.kind != "function":
-            raise TypeError(f"{name} in {cell.name} is a {decl.kind}, not a function")
+            raise TypeError(f"{name} in {cell.shown} is a {decl.kind}, not a function")
         return cell, decl.functions
 
     def kernel(self, name: str) -> ComputeKernel:
@@ -417,7 +421,7 @@ class Session:
             macros = c.defines if not append else self._macros(identifiers(text), c.own_defines)
             own_options: tuple[str, ...] = (*c.options, *options)
             mod = module or (c.module if not append else f"{c.module}_{digest(append)[:8]}")
-            label = what or c.name
+            label = what or c.shown
             digests = ((c.name, c.digest),)
         else:
             assert source is not None
@@ -505,7 +509,7 @@ class Session:
             hint = (" Slang's CPU target has no group barriers, atomics or wave operations (the notes "
                     "below name the construct): run this kernel with backend='vulkan' or 'cuda'.")
         deps = [self._cells[n] for _, n, _ in req.deps if n in self._cells]
-        clash = [(e, d.name) for e in req.entries for d in deps if e in d.names]
+        clash = [(e, d.shown) for e in req.entries for d in deps if e in d.names]
         if clash and any(d.code == "E38000" for d in diags):
             e, other = clash[0]
             hint = (f" {other} also defines `{e}`, and this cell uses other names of {other}, so Slang sees "
@@ -549,8 +553,8 @@ class Session:
         req = self.request("disassemble", cell=cell.name)
         reply = self.call(req)
         if not reply["ok"]:
-            raise SlangCompileError(f"could not disassemble {cell.name}",
-                                    parse_diagnostics(reply["diagnostics"], {cell.name: req.line_offset}),
+            raise SlangCompileError(f"could not disassemble {cell.shown}",
+                                    parse_diagnostics(reply["diagnostics"], {cell.shown: req.line_offset}),
                                     self._sources())
         return str(reply["ir"])
 
