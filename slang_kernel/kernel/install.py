@@ -1,6 +1,13 @@
-"""The `slang` kernelspec (kernel.json and logos, installed with jupyter_client's KernelSpecManager)
-and, next to it, the Slang syntax highlighting for JupyterLab and Notebook 7 (a prebuilt
-labextension: labextension/, built from labextension_src/ by scripts/build-labextension)."""
+"""The `slang` kernelspec (kernel.json and logos) and the Slang syntax highlighting for JupyterLab and
+Notebook 7 (a prebuilt labextension: labextension/, built from labextension_src/ by
+scripts/build-labextension; it also highlights `%%slang` cells of Python notebooks).
+
+`pip install slang-kernel` (or `pip install -e .`) already puts both into the environment:
+<prefix>/share/jupyter/kernels/slang (resources/, whose kernel.json starts "python", which Jupyter
+resolves to its own interpreter) and <prefix>/share/jupyter/labextensions/slang-kernel-syntax, and
+`pip uninstall` removes them. install() is for other places (--user, --prefix, another interpreter,
+a default backend), through jupyter_client's KernelSpecManager.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +16,10 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 __all__ = [
     "DISPLAY_NAME",
@@ -20,6 +28,7 @@ __all__ = [
     "install",
     "install_labextension",
     "kernel_json",
+    "labextension_source_digest",
     "temporary_kernelspec",
     "uninstall",
     "write_kernelspec",
@@ -29,6 +38,7 @@ KERNEL_NAME = "slang"
 DISPLAY_NAME = "Slang"
 RESOURCES = Path(__file__).with_name("resources")
 LABEXTENSION = Path(__file__).with_name("labextension")
+LABEXTENSION_SRC = Path(__file__).with_name("labextension_src")
 LABEXTENSION_NAME = "slang-kernel-syntax"
 
 
@@ -47,7 +57,8 @@ def kernel_json(python: str | None = None, display_name: str = DISPLAY_NAME,
 
 
 def write_kernelspec(dest: str | os.PathLike[str], **kwargs: Any) -> Path:
-    """kernel.json plus the logos (every file of resources/) into the folder `dest`."""
+    """The logos (every file of resources/) and a kernel.json for `kwargs` (see kernel_json) into the
+    folder `dest`; resources/kernel.json itself is the one the wheel installs (python="python")."""
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     for f in RESOURCES.iterdir():
@@ -97,6 +108,19 @@ def install_labextension(data_dir: str | os.PathLike[str]) -> Path | None:
             shutil.rmtree(dest)
         os.replace(staged, dest)
     return dest
+
+
+def labextension_source_digest(src: str | os.PathLike[str] = LABEXTENSION_SRC) -> str:
+    """sha256 of the labextension's sources (package.json and src/), as scripts/build-labextension
+    records it in labextension/source.sha256 when it builds."""
+    import hashlib
+
+    src = Path(src)
+    h = hashlib.sha256()
+    for f in sorted([src / "package.json", *(src / "src").rglob("*")]):
+        if f.is_file():
+            h.update(f.relative_to(src).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
 
 
 def uninstall(kernel_name: str = KERNEL_NAME) -> str:

@@ -1,9 +1,12 @@
-// Slang for JupyterLab's editors: a CodeMirror 6 stream language built on the C-like legacy mode,
-// registered as "slang" (mime text/x-slang, *.slang), which the Slang kernel's language_info names.
-// Built by scripts/build-labextension into ../labextension; `python -m slang_kernel install` copies
-// that next to the kernelspec.
+// Slang for JupyterLab's and Notebook 7's editors: a CodeMirror 6 stream language built on the C-like
+// legacy mode, registered as "slang" (mime text/x-slang, *.slang), which the Slang kernel's
+// language_info names; and, in Python notebooks, `%%slang` cells: the IPython language gets a mixed
+// parser that highlights everything after a first line `%%slang ...` as Slang (other cells stay Python).
+// Built by scripts/build-labextension into ../labextension; the wheel installs that into
+// <prefix>/share/jupyter/labextensions, `python -m slang_kernel install` copies it elsewhere.
 import { IEditorLanguageRegistry } from "@jupyterlab/codemirror";
 import { LanguageSupport, StreamLanguage } from "@codemirror/language";
+import { parseMixed } from "@lezer/common";
 import { clike } from "@codemirror/legacy-modes/mode/clike";
 
 const set = (...lists) => Object.fromEntries(lists.join(" ").split(/\s+/).filter(Boolean).map((w) => [w, true]));
@@ -55,9 +58,45 @@ const cLike = clike({
 // after a type is still recognised as a definition.
 const slang = { ...cLike, token: (stream, state) => { const s = cLike.token(stream, state); return s === "type" ? "builtin" : s; } };
 
+const slangLanguage = StreamLanguage.define(slang);
+
+// `%%slang`, `%%slang NAME --flags`: the first line of a cell (after blank lines, as IPython allows)
+const CELL_MAGIC = /^(?:[ \t]*\n)*%%slang(?=[ \t\n])[^\n]*\n/;
+
+// The Python parser still reads the whole cell (its tree keeps Python's folding and indentation for
+// the magic line); the Slang parse is an overlay on the body, so only Slang's highlighting shows there.
+const slangCells = parseMixed((node, input) => {
+  if (!node.type.isTop) return null;
+  const head = input.read(0, Math.min(input.length, 4096));
+  const m = CELL_MAGIC.exec(head);
+  if (!m || m[0].length >= input.length) return null;
+  return { parser: slangLanguage.parser, overlay: [{ from: m[0].length, to: input.length }] };
+});
+
+// Python support with `%%slang` cells: the same language data (so Python-only extensions, such as
+// JupyterLab's builtin-name decorations, still know where Python is) and the same extensions.
+const withSlangCells = (support) =>
+  new LanguageSupport(support.language.configure({ wrap: slangCells }), support.support);
+
+// Patch the registry's IPython entries (LanguageDescription objects) in place: the notebook asks for
+// text/x-ipython by mime type, and a second registration of that mime type is refused.
+function patchPython(languages) {
+  for (const mime of ["text/x-ipython", "text/x-python"]) {
+    const spec = languages.findByMIME(mime, true);
+    if (!spec || spec.__slangCells) continue;
+    spec.__slangCells = true;
+    let wrapped = null;
+    const wrap = (support) => (wrapped ??= support && support.language && support.language.configure
+      ? withSlangCells(support) : support);
+    if (spec.support) spec.support = wrap(spec.support);
+    const load = spec.load.bind(spec);
+    spec.load = () => load().then((support) => (spec.support = wrap(support)));
+  }
+}
+
 export default {
   id: "slang-kernel-syntax:language",
-  description: "Slang syntax highlighting",
+  description: "Slang syntax highlighting (Slang kernel cells, *.slang files, %%slang cells in Python notebooks)",
   autoStart: true,
   requires: [IEditorLanguageRegistry],
   activate: (_app, languages) => {
@@ -66,7 +105,8 @@ export default {
       displayName: "Slang",
       mime: "text/x-slang",
       extensions: ["slang"],
-      load: async () => new LanguageSupport(StreamLanguage.define(slang)),
+      load: async () => new LanguageSupport(slangLanguage),
     });
+    patchPython(languages);
   },
 };
