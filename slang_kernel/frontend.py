@@ -171,7 +171,7 @@ class FrontEnd:
         else:
             self._labels.pop(target, None)
         try:
-            result = session.run_cell(source, name=target, defines=dict(defines or {}))
+            result = session.run_cell(source, name=target, defines=dict(defines or {}), label=label)
         except BaseException as exc:
             if prior is not None and cell_id:  # a failed run loses nothing
                 self._restore(session, cell_id, *prior)
