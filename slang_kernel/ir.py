@@ -208,9 +208,9 @@ class _Builder:
 
     def _inst(self, ident: str | None, type_: str | None, op: str, args: str, ops: tuple[str, ...], raw: str,
               n: int, param: bool = False, rate: str | None = None, callee: str | None = None) -> None:
-        inst = {"id": None if ident in (None, "_") else ident, "type": type_, "opcode": op, "args": args,
-                "operands": ops, "text": raw.strip(), "line": n, "decos": self.decos, "rate": rate,
-                "callee": callee}
+        inst: dict[str, Any] = {"id": None if ident in (None, "_") else ident, "type": type_, "opcode": op,
+                                "args": args, "operands": ops, "text": raw.strip(), "line": n,
+                                "decos": self.decos, "rate": rate, "callee": callee}
         self.decos = []
         if not self.stack:
             self.globals.append(inst)
@@ -241,7 +241,10 @@ class _Builder:
             self.stack.append({"id": None, "blocks": [], "body": [], "dbg": None})
             return
         if s == "}":
-            _ = self.stack.pop() if self.stack else self.errors.append(f"line {n}: unbalanced '}}'")
+            if self.stack:
+                self.stack.pop()
+            else:
+                self.errors.append(f"line {n}: unbalanced '}}'")
             return
         if s.startswith("["):
             m = _DECO.match(s)
@@ -321,7 +324,8 @@ class _Builder:
             labels = {b["label"] for b in f["blocks"]}
             decos = tuple(f["decos"])
             name = next((a.strip('"') for n, a in decos if n == "nameHint"), None) or decode_name(f["id"])
-            mangled, imported, p, seen = None, False, f, set()
+            mangled, imported, seen = None, False, set()
+            p: dict[str, Any] | None = f
             while p is not None and mangled is None and p["id"] not in seen:  # ids may repeat in bad input
                 seen.add(p["id"])
                 hit = next(((n, a.strip('"')) for n, a in p["decos"] if n in ("export", "import")), None)
@@ -403,12 +407,13 @@ def _function_graph(mod: IRModule) -> tuple[dict[str, Any], list[dict[str, Any]]
                        "imported": f.imported, "entry_point": f.decoration("entryPoint") is not None,
                        "generic": f.parent, "blocks": len(f.blocks), "role": role, "primal_name": primal,
                        "decorations": [n for n, _ in f.decorations]}
-    elist, adj = list(edges.values()), {}  # type: ignore[var-annotated]
-    for e in elist:
-        adj.setdefault(e["source"], []).append(e)
-    for d in derivs.values():
-        p = _primal(d.id, adj, funcs)
-        nodes[d.id] = {"id": d.id, "label": f"{d.name or d.opcode}({funcs[p].name if p else '?'})",
+    elist = list(edges.values())
+    adj: dict[str, list[dict[str, Any]]] = {}
+    for edge in elist:
+        adj.setdefault(edge["source"], []).append(edge)
+    for did, d in derivs.items():
+        p = _primal(did, adj, funcs)
+        nodes[did] = {"id": d.id, "label": f"{d.name or d.opcode}({funcs[p].name if p else '?'})",
                        "kind": "derivative", "opcode": d.opcode, "role": AUTODIFF_OPS.get(d.opcode, "user"),
                        "primal": p, "text": d.text}
     return nodes, elist

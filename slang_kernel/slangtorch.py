@@ -66,9 +66,10 @@ class BoundKernel:
         missing = [n for n in names if n not in args]
         extra = [n for n in args if n not in names]
         if missing or extra:
-            raise TypeError(f"{info.name}(): " + "; ".join(
-                filter(None, [missing and f"missing {', '.join(missing)}", extra and f"unknown {', '.join(extra)}"]))
-                + f". Parameters: {', '.join(f'{t} {n}' for n, t, _ in info.params)} (pass them by name)")
+            problems = [f"missing {', '.join(missing)}"] if missing else []
+            problems += [f"unknown {', '.join(extra)}"] if extra else []
+            raise TypeError(f"{info.name}(): " + "; ".join(problems)
+                            + f". Parameters: {', '.join(f'{t} {n}' for n, t, _ in info.params)} (pass them by name)")
         self.module, self.entry = module, entry
         self.data = [_encode(t, args[n], n) for n, t, _ in info.params]
 

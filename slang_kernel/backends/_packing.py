@@ -79,8 +79,9 @@ def element_dtype(t: TypeInfo) -> tuple[np.dtype, tuple[int, ...]]:
     if t.kind == "struct" or dt.fields is not None:
         stride = max(t.stride, t.size)
         if dt.itemsize != stride:
-            dt = np.dtype({"names": list(dt.names or ()), "formats": [dt.fields[n][0] for n in dt.names or ()],
-                           "offsets": [dt.fields[n][1] for n in dt.names or ()], "itemsize": stride})
+            fields: Mapping[str, tuple[Any, ...]] = dt.fields or {}  # None only if dt.names is None
+            dt = np.dtype({"names": list(dt.names or ()), "formats": [fields[n][0] for n in dt.names or ()],
+                           "offsets": [fields[n][1] for n in dt.names or ()], "itemsize": stride})
         return dt, ()
     if dt.subdtype is not None:
         base, shape = dt.subdtype
@@ -104,6 +105,7 @@ def buffer_array(value: Any, param: str, t: TypeInfo) -> tuple[np.ndarray, int]:
     Writable buffers need the exact dtype, C order and a writable array, because the kernel writes
     into that very memory. Read-only buffers accept anything numpy converts without losing kind.
     """
+    shape: tuple[int, ...]
     if t.shape == "byte_address_buffer":
         base, shape = np.dtype(np.uint32), ()
     elif t.element is None:
@@ -184,7 +186,8 @@ class Packer:
         try:
             if dt.fields is not None and not isinstance(value, np.ndarray):
                 arr = np.zeros((), dt)
-                flat = np.asarray(value, dtype=np.float64 if dt.fields[dt.names[0]][0].base.kind == "f" else None)
+                first = dt.fields[(dt.names or ())[0]][0]  # names is set whenever fields is
+                flat = np.asarray(value, dtype=np.float64 if first.base.kind == "f" else None)
                 for i, n in enumerate(dt.names or ()):
                     arr[n] = flat[i]
                 return arr.tobytes()
@@ -233,7 +236,7 @@ _FORMATS = {"float32": "<f", "float64": "<d", "int32": "<i", "uint32": "<I", "in
 Encoder = Callable[[Any], "bytes | None"]
 
 
-def _fast_parts(t: TypeInfo, array_type: type, pointer: Callable[[Any], int]
+def _fast_parts(t: TypeInfo, array_type: type[Any], pointer: Callable[[Any], int]
                 ) -> tuple[struct.Struct, Callable[[Any], "tuple[Any, ...] | None"]] | None:
     """For the common cases (a scalar; a contiguous array of the exact element dtype as a structured
     buffer): the struct layout and a converter from a value to its fields, which returns None for
@@ -271,7 +274,7 @@ def _fast_parts(t: TypeInfo, array_type: type, pointer: Callable[[Any], int]
     return None
 
 
-def fast_encoder(t: TypeInfo, array_type: type, pointer: Callable[[Any], int]) -> Encoder | None:
+def fast_encoder(t: TypeInfo, array_type: type[Any], pointer: Callable[[Any], int]) -> Encoder | None:
     """Bytes of a value for the common cases, or None (see _fast_parts)."""
     parts = _fast_parts(t, array_type, pointer)
     if parts is None:
@@ -285,7 +288,7 @@ def fast_encoder(t: TypeInfo, array_type: type, pointer: Callable[[Any], int]) -
     return encode
 
 
-def fast_writer(t: TypeInfo, array_type: type, pointer: Callable[[Any], int]
+def fast_writer(t: TypeInfo, array_type: type[Any], pointer: Callable[[Any], int]
                 ) -> Callable[[Any, Any], bool] | None:
     """Like fast_encoder, but writes into a buffer (offset 0) and says whether it took the value."""
     parts = _fast_parts(t, array_type, pointer)
@@ -306,7 +309,7 @@ def fast_writer(t: TypeInfo, array_type: type, pointer: Callable[[Any], int]
 class StructPlan:
     """Packs one parameter struct (entry-point uniforms or globals) with precomputed encoders."""
 
-    def __init__(self, fields: Sequence[ParamInfo], size: int, array_type: type,
+    def __init__(self, fields: Sequence[ParamInfo], size: int, array_type: type[Any],
                  pointer: Callable[[Any], int]) -> None:
         self.size = size
         self.fields = [(f, fast_encoder(f.type, array_type, pointer)) for f in fields if not f.varying]

@@ -31,8 +31,8 @@ _ids = itertools.count(1)
 
 
 def map_fd(fd: int, size: int) -> int:
-    addr = _libc.mmap(None, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
-    if addr in (None, MAP_FAILED):
+    addr: int | None = _libc.mmap(None, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+    if addr is None or addr == MAP_FAILED:
         err = ctypes.get_errno()
         raise OSError(err, f"mmap of {size} bytes failed: {os.strerror(err)}")
     return addr
@@ -65,15 +65,17 @@ class Segment:
     def array(self, shape: Any, dtype: Any, offset: int = 0) -> np.ndarray:
         """A numpy array over bytes [offset, offset + nbytes) of this segment (it keeps the segment alive)."""
         dt = np.dtype(dtype)
-        shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+        dims: tuple[int, ...] = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
+        nbytes = int(np.prod(dims, dtype=np.int64)) * dt.itemsize
         if offset < 0 or offset + nbytes > self.size:
             raise ValueError(f"{nbytes} bytes at offset {offset} do not fit a segment of {self.size}")
         raw = np.asarray(_View(self, self.addr + offset, nbytes))
-        return raw.view(dt).reshape(shape)
+        out: np.ndarray = raw.view(dt).reshape(dims)
+        return out
 
     def bytes_at(self, offset: int, n: int) -> np.ndarray:
-        return np.ctypeslib.as_array((ctypes.c_ubyte * n).from_address(self.addr + offset))
+        arr: np.ndarray = np.ctypeslib.as_array((ctypes.c_ubyte * n).from_address(self.addr + offset))
+        return arr
 
     def close(self) -> None:
         self._finalizer()

@@ -76,7 +76,7 @@ class CudaBackend:
         props = cupy.cuda.runtime.getDeviceProperties(self.device.id)
         self._name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
         self._modules: dict[str, Any] = {}
-        self._plans: dict[str, _Plan] = {}
+        self._plans: dict[tuple[str, bool], _Plan] = {}  # (kernel key, checked)
         self._launch = cupy.cuda.driver.launchKernel
         self._last_pointers: dict[int, str] = {}
         self._lock = threading.Lock()
@@ -190,7 +190,7 @@ class CudaBackend:
         if timeout is not None:  # (a plain synchronize reports a faulting kernel at once; polling is the opt-in)
             self._wait(stream, kernel.entry, timeout)
         if plan.report is not None:
-            self._check_bounds(plan, kernel, values, stream, packer)
+            self._check_bounds(plan.report, kernel, values, stream, packer)
         for host, dev in writebacks:
             dev.get(out=host, stream=stream)
         if writebacks or plan.printf:
@@ -203,14 +203,14 @@ class CudaBackend:
         query = self.cupy.cuda.runtime.eventQuery  # raises on a failed kernel; 0 when done
         wait_polled(lambda: query(done.ptr) == 0, entry, timeout, self._name, "CUDA")
 
-    def _check_bounds(self, plan: "_Plan", kernel: CompiledKernel, values: Mapping[str, Any], stream: Any,
-                      packer: Packer | None) -> None:
+    def _check_bounds(self, device_report: Any, kernel: CompiledKernel, values: Mapping[str, Any],
+                      stream: Any, packer: Packer | None) -> None:
         """Checked sessions: read the device's report of the first out-of-range index, name its buffer."""
         from ..errors import BoundsError
 
         report = np.zeros(4, np.uint64)
         stream.synchronize()
-        plan.report.copy_to_host(report.ctypes.data, 32)
+        device_report.copy_to_host(report.ctypes.data, 32)
         count, index, size, data = (int(x) for x in report)
         if not count:
             return
@@ -275,4 +275,4 @@ class _Plan:
 
 
 def _device_pointer(a: Any) -> int:
-    return a.data.ptr
+    return int(a.data.ptr)

@@ -11,6 +11,7 @@ import importlib.util
 import os
 from ctypes import POINTER, c_char_p, c_int, c_int32, c_int64, c_size_t, c_uint, c_uint32, c_void_p
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 __all__ = [
     "EXPECTED_BUILD_TAG",
@@ -26,6 +27,12 @@ EXPECTED_BUILD_TAG = "2026.12"
 EXPECTED_SLANGPY = "0.43.1"
 
 vp = c_void_p
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    #: A ctypes type as a restype/argtype: c_int, c_void_p, ..., POINTER(c_void_p)
+    CType: TypeAlias = "type[ctypes._SimpleCData[Any]] | type[ctypes._Pointer[Any]]"
 
 
 class SlangLibraryError(RuntimeError):
@@ -46,7 +53,7 @@ def find_library() -> Path:
     return libs[-1]
 
 
-_SIGNATURES: dict[str, tuple[object, list[object]]] = {
+_SIGNATURES: dict[str, tuple[CType | None, list[CType]]] = {
     "spGetBuildTagString": (c_char_p, []),
     "spCreateSession": (vp, [c_char_p]),
     "spDestroySession": (None, [vp]),
@@ -170,7 +177,7 @@ def load() -> ctypes.CDLL:
     return lib
 
 
-def com_call(obj: int, slot: int, restype: object, *args: tuple[object, object]) -> object:
+def com_call(obj: int, slot: int, restype: CType | None, *args: tuple[CType, object]) -> object:
     """Call virtual method `slot` of COM object `obj`; args are (ctype, value) pairs."""
     vtable = ctypes.cast(ctypes.c_void_p(obj), POINTER(POINTER(c_void_p))).contents
     proto = ctypes.CFUNCTYPE(restype, c_void_p, *[t for t, _ in args])
@@ -181,8 +188,8 @@ def blob_bytes(blob: int | None) -> bytes:
     """Copy an ISlangBlob's contents and release it."""
     if not blob:
         return b""
-    ptr = com_call(blob, 3, c_void_p)
-    size = com_call(blob, 4, c_size_t)
+    ptr = cast(int, com_call(blob, 3, c_void_p))  # getBufferPointer
+    size = cast(int, com_call(blob, 4, c_size_t))  # getBufferSize
     data = ctypes.string_at(ptr, size) if size else b""
     com_call(blob, 2, c_uint32)
     return data

@@ -137,7 +137,7 @@ def _param(L: Any, vl: int, depth: int = 0) -> ParamInfo:
     tl = L.spReflectionVariableLayout_GetTypeLayout(vl)
     category = L.spReflectionTypeLayout_GetParameterCategory(tl) if tl else 0
     name = _s(L.spReflectionVariable_GetName(var)) if var else ""
-    attrs = ()
+    attrs: tuple[tuple[str, tuple[Any, ...]], ...] = ()
     if var:
         attrs = _attributes(L, L.spReflectionVariable_GetUserAttributeCount(var),
                             lambda i: L.spReflectionVariable_GetUserAttribute(var, i))
@@ -182,7 +182,7 @@ def program_reflection(L: Any, req: int, target: str) -> ProgramReflection:
             for p in params
         )
         fn = L.spReflectionEntryPoint_getFunction(ep)
-        attrs = ()
+        attrs: tuple[tuple[str, tuple[Any, ...]], ...] = ()
         if fn:
             attrs = _attributes(L, L.spReflectionFunction_GetUserAttributeCount(fn),
                                 lambda k, fn=fn: L.spReflectionFunction_GetUserAttribute(fn, k))

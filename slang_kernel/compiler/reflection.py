@@ -48,7 +48,7 @@ class TypeInfo:
 
     @property
     def is_texture(self) -> bool:
-        return self.kind == "resource" and bool(self.shape) and self.shape.startswith("texture")
+        return self.kind == "resource" and self.shape is not None and self.shape.startswith("texture")
 
     @property
     def writable(self) -> bool:
