@@ -11,13 +11,8 @@ import ctypes
 import dataclasses
 import functools
 import os
-import pickle
 import re
-import select
 import shutil
-import signal
-import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -26,18 +21,20 @@ import time
 import warnings
 import weakref
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from .. import _ipc
 from ..cache import digest
 from ..compiler.reflection import TypeInfo
-from . import BackendUnavailable, _shm
+from . import BackendConfig, _shm
+from ..compiled import CompiledKernel
+from ..errors import (BackendUnavailable, BoundsError, CpuBuildError, KernelCrash, KernelInterrupted, KernelTimeout, OutOfRangeWarning,
+                      UnsupportedOnCpu)
 from ._cpu_worker import Kernel, Runner
 from ._packing import Packer, ParameterError, StructPlan, buffer_array, fast_encoder
 
-if TYPE_CHECKING:
-    from ..session import CompiledKernel, Session
 
 __all__ = ["CpuBackend", "CpuBuildError", "UnsupportedOnCpu"]
 
@@ -53,16 +50,12 @@ _UNSUPPORTED = [
 ]
 
 
-class CpuBuildError(RuntimeError):
-    """g++ rejected Slang's generated C++."""
-
-
-class UnsupportedOnCpu(NotImplementedError):
-    """The kernel uses something Slang's CPU target cannot run."""
-
-
 STAGING_KEEP = 256 << 20  # a staging segment larger than this is given back after the dispatch
 WORKER = Path(__file__).with_name("_cpu_worker.py")
+
+
+def create(config: BackendConfig) -> "CpuBackend":
+    return CpuBackend(config)
 
 
 class CpuBackend:
@@ -75,15 +68,18 @@ class CpuBackend:
     name = "cpu"
     target = "cpp"
 
-    def __init__(self, session: "Session") -> None:
+    capabilities = frozenset({"shared_arrays"})
+
+    def __init__(self, config: BackendConfig | None = None) -> None:
         self.cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
         if not self.cxx:
             raise BackendUnavailable("no C++ compiler found: install g++ (Debian: apt-get install g++)")
-        self.session = session
-        self.checked = bool(getattr(session, "checked", False))
-        self.isolate = bool(getattr(session, "isolate", True))
-        self.timeout: float | None = getattr(session, "timeout", None)
-        self.workers = max(1, session.threads or os.cpu_count() or 1)
+        self.config = config = config or BackendConfig()
+        self.cache = config.cache
+        self.checked = config.checked
+        self.isolate = config.isolate
+        self.timeout = config.timeout
+        self.workers = max(1, config.threads or os.cpu_count() or 1)
         self._runner = Runner()
         self._kernels: dict[tuple[str, str], Kernel] = {}
         self._loaded: dict[tuple[str, bool], _Loaded] = {}
@@ -135,7 +131,7 @@ class CpuBackend:
     def _flags(self) -> tuple[str, ...]:
         return (*CXXFLAGS, "-include", str(PRELUDE), *(("-DSK_CHECKED",) if self.checked else ()))
 
-    def load(self, kernel: "CompiledKernel") -> "_Loaded":
+    def load(self, kernel: CompiledKernel) -> "_Loaded":
         checked = self.checked
         loaded = self._loaded.get((kernel.key, checked))
         if loaded is None:
@@ -162,7 +158,7 @@ class CpuBackend:
             return tls.ctx.pointer(a, name, writable)
         return pointer
 
-    def _build_cached(self, kernel: "CompiledKernel") -> Path:
+    def _build_cached(self, kernel: CompiledKernel) -> Path:
         for pattern, what in _UNSUPPORTED:
             m = pattern.search(_body(kernel.code))
             if m:
@@ -171,9 +167,9 @@ class CpuBackend:
                     "Run it on a GPU backend (Session(backend='vulkan') or 'cuda'), or restructure the kernel.")
         key = digest("cpu-so", self._version, _cpu_identity(), kernel.code, *self._flags(), self._prelude)
         with self._lock:
-            path = self.session.cache.path("cpu", key, ".so")
-            if not self.session.cache.writable:  # read-only cache: build into the private scratch folder
-                path = self.session.cache.scratch_dir() / f"{key}.so"
+            path = self.cache.path("cpu", key, ".so")
+            if not self.cache.writable:  # read-only cache: build into the private scratch folder
+                path = self.cache.scratch_dir() / f"{key}.so"
             if not _looks_like_so(path):
                 self._build(kernel, path)
         return path
@@ -186,8 +182,8 @@ class CpuBackend:
                 k = self._kernels[(loaded.path, loaded.entry)] = Kernel(loaded.path, loaded.entry)
         return k
 
-    def _build(self, kernel: "CompiledKernel", path: Path) -> None:
-        scratch = self.session.cache.scratch_dir()
+    def _build(self, kernel: CompiledKernel, path: Path) -> None:
+        scratch = self.cache.scratch_dir()
         fd, src = tempfile.mkstemp(suffix=".cpp", dir=scratch)
         with os.fdopen(fd, "w") as f:
             f.write(kernel.code)
@@ -228,18 +224,18 @@ class CpuBackend:
         finally:
             self._tls.ctx = None
 
-    def pack(self, kernel: "CompiledKernel", values: Mapping[str, Any]) -> tuple[Packer, bytearray, bytearray]:
+    def pack(self, kernel: CompiledKernel, values: Mapping[str, Any]) -> tuple[Packer, bytearray, bytearray]:
         """The parameter bytes of a dispatch, with this process's pointers (for inspection)."""
         return self._pack(self.load(kernel), values, _Context(None, None))
 
-    def dispatch(self, kernel: "CompiledKernel", groups: tuple[int, int, int], values: Mapping[str, Any]) -> None:
+    def dispatch(self, kernel: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any]) -> None:
         loaded = self.load(kernel)
         if self._proc is None:
             return self._dispatch_here(kernel, loaded, groups, values)
         with self._run_lock:
             return self._dispatch_worker(kernel, loaded, groups, values)
 
-    def _dispatch_here(self, kernel: "CompiledKernel", loaded: "_Loaded", groups: tuple[int, int, int],
+    def _dispatch_here(self, kernel: CompiledKernel, loaded: "_Loaded", groups: tuple[int, int, int],
                        values: Mapping[str, Any]) -> None:
         try:
             k = self._load(loaded)
@@ -263,9 +259,8 @@ class CpuBackend:
         if report.count:
             self._bounds_error(kernel, ctx, (report.count, report.index, report.size, report.data))
 
-    def _bounds_error(self, kernel: "CompiledKernel", ctx: "_Context", report: tuple[int, int, int, int]) -> None:
+    def _bounds_error(self, kernel: CompiledKernel, ctx: "_Context", report: tuple[int, int, int, int]) -> None:
         """Out-of-range accesses happened (and were made harmless): an error when checked, else a warning."""
-        from ..kernels import BoundsError, OutOfRangeWarning
 
         count, index, size, data = (int(x) for x in report)
         buffer = ctx.name_of(data)
@@ -277,7 +272,7 @@ class CpuBackend:
         warnings.warn(f"{error} Session(checked=True) makes this an error.", OutOfRangeWarning,
                       stacklevel=_caller_level())
 
-    def _dispatch_worker(self, kernel: "CompiledKernel", loaded: "_Loaded", groups: tuple[int, int, int],
+    def _dispatch_worker(self, kernel: CompiledKernel, loaded: "_Loaded", groups: tuple[int, int, int],
                          values: Mapping[str, Any]) -> None:
         proc = self._proc
         assert proc is not None
@@ -302,9 +297,9 @@ class CpuBackend:
                 proc.restart()
             raise
         assert ctx is not None
-        msg = {"op": "run", "so": loaded.path, "entry": loaded.entry, "groups": tuple(groups),
-               "threads": self.workers,
-               "params": bytes(entry), "globals": bytes(glob), "flush": loaded.printf}
+        msg: _ipc.CpuRun = {"op": "run", "so": loaded.path, "entry": loaded.entry,
+                            "groups": (groups[0], groups[1], groups[2]), "threads": self.workers,
+                            "params": bytes(entry), "globals": bytes(glob), "flush": loaded.printf}
         t0 = time.perf_counter()
         try:
             reply = proc.request(msg, timeout=self.timeout)
@@ -327,11 +322,11 @@ class CpuBackend:
         del packer
         if self._staging is not None and self._staging.size > STAGING_KEEP:
             self._drop_staging()
-        if reply.get("bounds"):
-            self._bounds_error(kernel, ctx, reply["bounds"])
+        bounds = reply.get("bounds")
+        if bounds:
+            self._bounds_error(kernel, ctx, bounds)
 
-    def _after_failure(self, kernel: "CompiledKernel", ctx: "_Context", exc: BaseException, elapsed: float) -> None:
-        from ..kernels import KernelCrash, KernelInterrupted, KernelTimeout
+    def _after_failure(self, kernel: CompiledKernel, ctx: "_Context", exc: BaseException, elapsed: float) -> None:
 
         proc = self._proc
         assert proc is not None
@@ -344,7 +339,7 @@ class CpuBackend:
                 f"cell, kernel and buffer of the session is still there; {state}. A crash on the CPU usually "
                 "means memory outside a buffer (a pointer, a huge local array or deep recursion overflowing the "
                 "stack); Session(checked=True) reports out-of-range buffer indices.",
-                kernel.entry, how) from None
+                kernel.entry, how.signal or str(how)) from None
         if isinstance(exc, TimeoutError):
             proc.restart()
             raise KernelTimeout(
@@ -473,86 +468,27 @@ class _Context:
         return "buffers passed to this call: " + "; ".join(parts)
 
 
-class _WorkerProcess:
-    """The worker process, its socket and which shared segments it has mapped (and where)."""
+class _WorkerProcess(_ipc.WorkerProcess):
+    """The worker process (see _ipc.WorkerProcess), which shared segments it has mapped (and where),
+    and the file its stdout (kernel printf) goes to."""
 
     def __init__(self) -> None:
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.sock: socket.socket | None = None
-        self.mapped: dict[int, int] = {}     # segment id -> the worker's address for it
-        self.unmap: list[int] = []
-        self.restarts = 0
-        self.in_flight = False
-        self.lock = threading.RLock()
         self._out = tempfile.TemporaryFile(prefix="slang-cpu-out-")
         self._out_pos = 0
-
-    @property
-    def pid(self) -> int | None:
-        return self.proc.pid if self.proc is not None else None
+        super().__init__((sys.executable, "-S", str(WORKER)), stdout=self._out.fileno())
+        self.mapped: dict[int, int] = {}     # segment id -> the worker's address for it
+        self.unmap: list[int] = []
+        self.in_flight = False
 
     def start(self) -> None:
-        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-s", str(WORKER), str(child.fileno()), str(os.getpid())],
-                pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, stdout=self._out.fileno(),
-                close_fds=True)
-        finally:
-            child.close()
-        self.sock = parent
+        super().start()
         self.mapped = {}
         self.unmap = []
         self.in_flight = False
 
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def ensure(self) -> None:
-        if not self.alive():  # died while idle (killed from outside, out of memory): start another
-            self.restart()
-
-    def kill(self) -> None:
-        proc, sock, self.proc, self.sock = self.proc, self.sock, None, None
-        if sock is not None:
-            sock.close()
-        if proc is not None:
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait()
-
-    def restart(self) -> None:
-        self.kill()
-        self.restarts += 1
-        self.start()
-
-    def death(self) -> str:
-        """Why the worker died (after EOF on its socket): SIGSEGV, SIGABRT, exit status N."""
-        proc = self.proc
-        if proc is None:
-            return "worker gone"
-        try:
-            code = proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            return "no reply"
-        if code < 0:
-            try:
-                return signal.Signals(-code).name
-            except ValueError:
-                return f"signal {-code}"
-        return f"the worker exited with status {code}"
-
-    def close(self) -> None:
-        with self.lock:
-            if self.sock is not None and self.alive():
-                try:
-                    self._send({"op": "exit"})
-                    assert self.proc is not None
-                    self.proc.wait(timeout=2)
-                except Exception:
-                    pass
-            self.kill()
-            self._out.close()
+    def close(self, wait: float = 2.0) -> None:
+        super().close(wait)
+        self._out.close()
 
     def forget(self, seg_id: int) -> None:
         if self.mapped.pop(seg_id, None) is not None:
@@ -561,10 +497,10 @@ class _WorkerProcess:
     def addr_of(self, seg: "_shm.Segment") -> int:
         addr = self.mapped.get(seg.id)
         if addr is None:
-            assert self.sock is not None
             self._send({"op": "map", "id": seg.id, "size": seg.size})
-            socket.send_fds(self.sock, [b"F"], [seg.fd])
-            reply = self._recv(None)
+            assert self.channel is not None
+            self.channel.send_fds([seg.fd])
+            reply: _ipc.MapReply = self._recv(None)
             if "error" in reply:
                 raise OSError(f"the CPU worker could not map shared memory: {reply['error']}")
             addr = self.mapped[seg.id] = reply["addr"]
@@ -574,41 +510,26 @@ class _WorkerProcess:
     def _dead_segment(self, seg_id: int) -> None:
         self.forget(seg_id)
 
-    def request(self, msg: dict[str, Any], timeout: float | None) -> dict[str, Any]:
+    def request(self, msg: _ipc.CpuRun, timeout: float | None) -> _ipc.RunReply:
         if self.unmap:
             ids, self.unmap = self.unmap, []
             self._send({"op": "unmap", "ids": ids})
         self._send(msg)
-        return self._recv(None if timeout is None else time.monotonic() + timeout)
+        reply: _ipc.RunReply = self._recv(None if timeout is None else time.monotonic() + timeout)
+        return reply
 
-    def _send(self, msg: dict[str, Any]) -> None:
-        assert self.sock is not None
-        data = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
+    def _send(self, msg: _ipc.CpuRequest) -> None:
+        assert self.channel is not None
         self.in_flight = True
-        self.sock.sendall(struct.pack("<Q", len(data)) + data)
+        self.channel.send(msg)
         if msg["op"] in ("unmap", "exit"):  # no reply
             self.in_flight = False
 
-    def _recv(self, deadline: float | None) -> dict[str, Any]:
-        (n,) = struct.unpack("<Q", self._recv_exact(8, deadline))
-        reply = pickle.loads(self._recv_exact(n, deadline))
+    def _recv(self, deadline: float | None) -> Any:
+        assert self.channel is not None
+        reply = self.channel.recv(deadline)
         self.in_flight = False
         return reply
-
-    def _recv_exact(self, n: int, deadline: float | None) -> bytes:
-        sock = self.sock
-        assert sock is not None
-        buf = bytearray()
-        while len(buf) < n:
-            if deadline is not None:
-                left = deadline - time.monotonic()
-                if left <= 0 or not select.select([sock], [], [], left)[0]:
-                    raise TimeoutError
-            chunk = sock.recv(n - len(buf))
-            if not chunk:
-                raise EOFError
-            buf += chunk
-        return bytes(buf)
 
     def forward_output(self) -> None:
         """Kernel printf output (the worker's stdout is a file we own) goes to sys.stdout."""

@@ -2,22 +2,36 @@
 
 from __future__ import annotations
 
-import os
-import pickle
-import select
-import struct
-import subprocess
 import sys
-import threading
-from typing import Any, Mapping
+import time
+from typing import Any, Iterable, Mapping, cast
 
+from .. import _ipc
 from .diagnostics import SlangCompilerCrash
 
 __all__ = ["CompilerProcess", "CompilerUnavailable"]
 
+# -m, not by path: the worker imports the package's compiler modules (the reflection dataclasses it
+# returns must unpickle as slang_kernel.compiler.reflection's).
+_COMMAND = (sys.executable, "-m", "slang_kernel.compiler._worker")
+
 
 class CompilerUnavailable(RuntimeError):
     """The compiler worker could not start (missing or wrong slangpy wheel, ...)."""
+
+
+class _Worker(_ipc.WorkerProcess):
+    """The worker and which blobs it holds (a new worker holds none)."""
+
+    def __init__(self) -> None:
+        super().__init__(_COMMAND)
+        self.sent: set[str] = set()
+        self.forgotten: list[str] = []   # digests the worker holds but no longer needs: sent with the next request
+
+    def start(self) -> None:
+        super().start()
+        self.sent = set()
+        self.forgotten = []
 
 
 class CompilerProcess:
@@ -25,135 +39,93 @@ class CompilerProcess:
 
     Blobs (serialized cell IR) are owned by the caller; the client remembers which ones the
     current worker already holds and sends only the others, so a restart costs one resend.
+    `forget` tells it which ones it may drop (their cell revisions were replaced).
     """
 
     def __init__(self, timeout: float = 300.0) -> None:
         self.timeout = timeout
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._sent: set[str] = set()
-        self._lock = threading.Lock()
-        self.restarts = 0
+        self._worker = _Worker()
 
     # -- process management ------------------------------------------------------------------------
 
     def start(self) -> None:
         """Start the worker now (it takes ~0.4 s to create the Slang global session)."""
-        with self._lock:
-            self._ensure()
-
-    def _ensure(self) -> subprocess.Popen[bytes]:
-        if self._proc is not None and self._proc.poll() is None:
-            return self._proc
-        env = dict(os.environ)
-        env.setdefault("PYTHONUNBUFFERED", "1")
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", "slang_kernel.compiler._worker"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=None,
-            env=env,
-        )
-        self._sent = set()
-        return self._proc
+        with self._worker.lock:
+            self._worker.ensure()
 
     def close(self) -> None:
-        with self._lock:
-            self._kill()
-
-    def _kill(self) -> None:
-        proc, self._proc = self._proc, None
-        self._sent = set()
-        if proc is None:
-            return
-        try:
-            if proc.stdin:
-                proc.stdin.close()
-            proc.wait(timeout=2)
-        except Exception:
-            proc.kill()
-            proc.wait()
-        if proc.stdout:
-            proc.stdout.close()
+        self._worker.close()
 
     @property
     def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
+        """The worker's process id (None before the first start and after close)."""
+        return self._worker.pid
+
+    @property
+    def restarts(self) -> int:
+        """How often the worker was replaced after a crash, a timeout or an interrupted request."""
+        return self._worker.restarts
 
     def __del__(self) -> None:
         try:
-            self._kill()
+            self._worker.kill()
         except Exception:
             pass
+
+    def forget(self, digests: Iterable[str]) -> None:
+        """The blobs of these digests will not be sent as dependencies again (their revisions were
+        replaced): the worker drops them. No round trip: the list travels with the next request, and
+        a digest that is needed after all is simply sent again."""
+        w = self._worker
+        with w.lock:
+            for d in digests:
+                if d in w.sent:
+                    w.sent.discard(d)
+                    w.forgotten.append(d)
 
     # -- requests ----------------------------------------------------------------------------
 
     def call(self, op: str, *, what: str, blobs: Mapping[str, bytes] | None = None, **fields: Any) -> Any:
         """Send one request; `what` names the cell for the crash message."""
-        with self._lock:
-            proc = self._ensure()
-            msg = dict(fields, op=op)
+        w = self._worker
+        with w.lock:
+            w.ensure()
+            msg = cast(_ipc.CompilerRequest, dict(fields, op=op))
+            new: dict[str, bytes] = {}
             if blobs:
-                msg["blobs"] = {k: v for k, v in blobs.items() if k not in self._sent}
-            data = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
+                new = msg["blobs"] = {k: v for k, v in blobs.items() if k not in w.sent}
+            if w.forgotten:
+                msg["forget"] = w.forgotten
             try:
-                assert proc.stdin is not None
-                proc.stdin.write(struct.pack("<Q", len(data)) + data)
-                proc.stdin.flush()
-                reply = self._read(proc)
+                assert w.channel is not None
+                w.channel.send(msg)
+                reply = cast(_ipc.CompilerReply, w.channel.recv(time.monotonic() + self.timeout))
             except BaseException as exc:
                 # Crash, timeout or KeyboardInterrupt mid-request: the stream is out of step.
-                code = proc.poll()
-                self._kill()
-                self.restarts += 1
-                if isinstance(exc, (EOFError, BrokenPipeError)):
-                    raise SlangCompilerCrash(self._crash_message(what, code)) from None
+                if isinstance(exc, EOFError):
+                    how = w.death()
+                    w.restart()
+                    raise SlangCompilerCrash(self._crash_message(what, how)) from None
+                w.restart()
                 if isinstance(exc, TimeoutError):
                     raise SlangCompilerCrash(
                         f"the Slang compiler did not finish {what} within {self.timeout:.0f} s and was "
                         "restarted; the cell is unchanged. Simplify the cell or raise the timeout."
                     ) from None
                 raise
-            if blobs:
-                self._sent.update(msg.get("blobs", {}))
+            w.forgotten = []
+            w.sent.update(new)
             if "error" in reply:
                 if reply.get("fatal"):
-                    self._kill()
+                    w.kill()
                     raise CompilerUnavailable(reply["error"])
                 raise RuntimeError(f"compiler worker failed on {what}: {reply['error']}")
             return reply["result"]
 
-    def _read(self, proc: subprocess.Popen[bytes]) -> dict[str, Any]:
-        assert proc.stdout is not None
-        fd = proc.stdout.fileno()
-        head = self._read_exact(fd, 8)
-        (n,) = struct.unpack("<Q", head)
-        return pickle.loads(self._read_exact(fd, n))
-
-    def _read_exact(self, fd: int, n: int) -> bytes:
-        chunks: list[bytes] = []
-        while n:
-            ready, _, _ = select.select([fd], [], [], self.timeout)
-            if not ready:
-                raise TimeoutError
-            chunk = os.read(fd, min(n, 1 << 20))
-            if not chunk:
-                raise EOFError
-            chunks.append(chunk)
-            n -= len(chunk)
-        return b"".join(chunks)
-
     @staticmethod
-    def _crash_message(what: str, code: int | None) -> str:
-        how = ""
-        if code is not None and code < 0:
-            import signal
-
-            try:
-                how = f" ({signal.Signals(-code).name})"
-            except ValueError:
-                how = f" (signal {-code})"
+    def _crash_message(what: str, how: _ipc.CrashReason) -> str:
         return (
-            f"the Slang compiler crashed while compiling {what}{how}. This is a bug in Slang, "
+            f"the Slang compiler crashed while compiling {what} ({how}). This is a bug in Slang, "
             "not in your session: the compiler was restarted and every other cell still works. "
             "Rewrite this cell (e.g. simplify the construct on it) to work around it."
         )
