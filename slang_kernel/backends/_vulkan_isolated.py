@@ -79,6 +79,8 @@ class IsolatedVulkanBackend:
         self._proc = _Process(config.include_paths)
         self._lock = self._proc.lock
         self._staging: _shm.Segment | None = None
+        self._staging_bytes = np.empty(0, np.uint8)
+        self.last_worker_us = 0.0   # what the worker spent on the last dispatch (bench: the rest is the boundary)
         self._ids = itertools.count(1)
         self._frees: list[int] = []
         self._unmaps: list[int] = []
@@ -251,8 +253,7 @@ class IsolatedVulkanBackend:
         need = sum(-(-a.nbytes // _shm.ALIGN) * _shm.ALIGN for a in arrays if _shm.segment_of(a) is None)
         if need and (self._staging is None or self._staging.size < need):
             old = self._staging.size if self._staging is not None else 0
-            self._drop_staging()
-            self._staging = _shm.Segment(max(need + (need >> 3), 2 * old, 1 << 20), "slang-kernel-vulkan")
+            self._new_staging(max(need + (need >> 3), 2 * old, 1 << 20))
         slots, off = [], 0
         for a in arrays:
             seg = _shm.segment_of(a)
@@ -263,18 +264,29 @@ class IsolatedVulkanBackend:
             staging = self._staging
             assert staging is not None
             self._mapped(staging)
+            slot = ArraySlot(staging.id, off, a.shape, a.dtype, a.flags.writeable)
             if a.nbytes:
-                np.copyto(staging.array(a.shape, a.dtype, off), a)
-            slots.append(ArraySlot(staging.id, off, a.shape, a.dtype, a.flags.writeable))
+                np.copyto(self._slot_array(slot), a)
+            slots.append(slot)
             off += -(-a.nbytes // _shm.ALIGN) * _shm.ALIGN
         return slots
 
     def _slot_array(self, slot: ArraySlot) -> np.ndarray:
+        """The staging bytes of a slot as an array (a view of one uint8 array over the whole segment:
+        Segment.array per call costs ~50 us, a slice ~2)."""
         assert self._staging is not None and slot.segment == self._staging.id
-        return self._staging.array(slot.shape, slot.dtype, slot.offset)
+        n = int(np.prod(slot.shape, dtype=np.int64)) * slot.dtype.itemsize
+        out: np.ndarray = self._staging_bytes[slot.offset: slot.offset + n].view(slot.dtype).reshape(slot.shape)
+        return out
+
+    def _new_staging(self, nbytes: int) -> None:
+        self._drop_staging()
+        self._staging = _shm.Segment(nbytes, "slang-kernel-vulkan")
+        self._staging_bytes = self._staging.array(self._staging.size, np.uint8)
 
     def _drop_staging(self) -> None:
         seg, self._staging = self._staging, None
+        self._staging_bytes = np.empty(0, np.uint8)
         if seg is not None:
             seg.close()
 
@@ -322,6 +334,7 @@ class IsolatedVulkanBackend:
             slots = self._stage(arrays)
             msg = {"op": "run", "key": kernel.key, "groups": groups, "values": sent, "arrays": slots}
             reply = self._call(msg, kernel.entry, kernel.entry, self.timeout)
+            self.last_worker_us = float(reply.get("us", 0.0))
             if writable:
                 back = {index[id(values[n])] for n in writable if type(values.get(n)) is np.ndarray}
                 for i in back:
@@ -393,10 +406,11 @@ class IsolatedVulkanBackend:
             oid = h._live(self, "")
             need = h.nbytes
             if self._staging is None or self._staging.size < need:
-                self._drop_staging()
-                self._staging = _shm.Segment(max(need, 1 << 20), "slang-kernel-vulkan")
-            self._mapped(self._staging)
-            out = ArraySlot(self._staging.id, 0, h.shape, h.dtype)
+                self._new_staging(max(need, 1 << 20))
+            staging = self._staging
+            assert staging is not None
+            self._mapped(staging)
+            out = ArraySlot(staging.id, 0, h.shape, h.dtype)
             self._call({"op": "read", "id": oid, "slot": out}, f"reading {h.label}")
             data: np.ndarray = self._slot_array(out).copy()
             return data

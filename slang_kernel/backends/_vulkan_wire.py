@@ -11,7 +11,7 @@ in the worker), wherever it is nested.
   unmap {ids}, free {ids}                 -> (no reply)      drop segments / device objects
   load {kernel: CompiledKernel}           -> {"ok"} | error  build the sgl kernel of this revision
   forget {keys}                           -> (no reply)      drop kernels of replaced revisions
-  run {key, groups, values, arrays}       -> {"ok", "text": printf output} | error
+  run {key, groups, values, arrays}       -> {"ok", "text": printf output, "us"} | error
   new {id, kind, source, dtype, dims}     -> {"shape", "dtype", "format"} | error
   read {id, slot}                         -> {"ok"} | error  (.numpy() into the slot)
   write {id, slot}                        -> {"ok"} | error  (.upload() from the slot)
@@ -58,6 +58,7 @@ class ErrorReply(TypedDict):
 class Reply(TypedDict, total=False):
     ok: bool
     text: str
+    us: float            # run: microseconds the worker spent on the dispatch (the rest is the boundary)
     adapter: str
     describe: str
     pid: int

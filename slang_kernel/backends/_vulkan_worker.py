@@ -14,6 +14,7 @@ from __future__ import annotations
 import mmap
 import os
 import sys
+import time
 from typing import Any, Callable, cast
 
 import numpy as np
@@ -93,8 +94,9 @@ class Worker:
         kernel = self.kernels[msg["key"]]
         views = [self._view(s) for s in msg["arrays"]]
         values = {k: self._resolve(v, views) for k, v in msg["values"].items()}
+        t0 = time.perf_counter()
         text = self._backend().run(kernel, tuple(msg["groups"]), values, wait=True)
-        return {"ok": True, "text": text}
+        return {"ok": True, "text": text, "us": (time.perf_counter() - t0) * 1e6}
 
     def new(self, msg: dict[str, Any]) -> Reply:
         b = self._backend()

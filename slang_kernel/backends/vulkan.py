@@ -1,5 +1,8 @@
 """Vulkan backend: slangpy's sgl device (a GPU driver, or Mesa lavapipe in software).
 
+`create` puts the device in a worker process (backends/_vulkan_isolated.py, BackendConfig.isolate,
+the default) or in this one (VulkanBackend, below, which is also what the worker runs).
+
 sgl compiles Slang *source* modules itself (it needs its own reflection to bind parameters by name),
 so each cell is loaded into sgl's Slang session as a source module under a content-hashed name
 (`<module>_<digest>`: sgl refuses to reload a name with new source, slangpy #966), with the cell's
@@ -261,6 +264,14 @@ class VulkanTexture:
 
 
 class VulkanBackend:
+    """The sgl device in this process (Session(isolate=False)); the worker process runs one of these.
+
+    Trade-off: no process boundary (no round trip per dispatch, no copy of numpy arrays into shared
+    memory, `.device` is the sgl Device for slangpy's own API), and no protection: on lavapipe a
+    shader that indexes groupshared memory out of range or follows a null pointer kills this process
+    (the notebook's kernel), and a dispatch that never ends cannot be stopped (Session(timeout=)
+    only reports it). The default, Session(isolate=True), is _vulkan_isolated.IsolatedVulkanBackend."""
+
     name = "vulkan"
     target = "spirv"
 
