@@ -159,10 +159,12 @@ class IsolatedVulkanBackend:
         """One request and its reply. A death, a timeout or an interrupt while the worker works ends
         it (and starts the next one) and raises KernelCrash / KernelTimeout / KernelInterrupted."""
         proc = self._proc
-        self._ready()
+        if proc.ready is None or proc.channel is None:   # no poll() per call: a worker gone while idle
+            self._ready()                                # shows as a crash of this request
         channel = proc.channel
         assert channel is not None
-        self._flush_frees()
+        if self._frees or self._unmaps:
+            self._flush_frees()
         t0 = time.perf_counter()
         try:
             data = _ipc.frame(msg)
