@@ -313,7 +313,8 @@ class Session:
         """Bring the cells after `name` (all, for None) up to date, in order: they may use what changed."""
         order = list(self._cells)
         start = order.index(name) + 1 if name is not None else 0
-        recompiled, broken = [], []
+        recompiled: list[str] = []
+        broken: list[str] = []
         for later_name in order[start:]:
             cell = self._cells[later_name]
             earlier = [self._cells[n] for n in order[: order.index(later_name)]]
@@ -422,7 +423,7 @@ class Session:
             own_options: tuple[str, ...] = (*c.options, *options)
             mod = module or (c.module if not append else f"{c.module}_{digest(append)[:8]}")
             label = what or c.shown
-            digests = ((c.name, c.digest),)
+            digests: tuple[tuple[str, str], ...] = ((c.name, c.digest),)
         else:
             assert source is not None
             names = list(self._cells)

@@ -71,9 +71,10 @@ class CpuBackend:
     capabilities = frozenset({"shared_arrays"})
 
     def __init__(self, config: BackendConfig | None = None) -> None:
-        self.cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
-        if not self.cxx:
+        cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
+        if not cxx:
             raise BackendUnavailable("no C++ compiler found: install g++ (Debian: apt-get install g++)")
+        self.cxx: str = cxx
         self.config = config = config or BackendConfig()
         self.cache = config.cache
         self.checked = config.checked
@@ -113,7 +114,7 @@ class CpuBackend:
     def empty(self, shape: Any, dtype: Any = np.float32) -> np.ndarray:
         """An array in shared memory: kernels read and write it in place (no copy to the worker)."""
         dt = np.dtype(dtype)
-        n = int(np.prod((shape,) if isinstance(shape, (int, np.integer)) else shape, dtype=np.int64)) * dt.itemsize
+        n = int(np.prod((int(shape),) if isinstance(shape, (int, np.integer)) else shape, dtype=np.int64)) * dt.itemsize
         return _shm.Segment(max(n, 1)).array(shape, dt)
 
     def zeros(self, shape: Any, dtype: Any = np.float32) -> np.ndarray:
@@ -155,7 +156,8 @@ class CpuBackend:
         tls = self._tls
 
         def pointer(a: np.ndarray) -> int:
-            return tls.ctx.pointer(a, name, writable)
+            ctx: _Context = tls.ctx
+            return ctx.pointer(a, name, writable)
         return pointer
 
     def _build_cached(self, kernel: CompiledKernel) -> Path:
@@ -403,8 +405,10 @@ class _Context:
             addr = a.ctypes.data
         else:
             key = (a.ctypes.data, nbytes)
-            addr = self._seen.get(key)
-            if addr is None:
+            seen = self._seen.get(key)
+            if seen is not None:
+                addr = seen
+            else:
                 seg = _shm.segment_of(a)
                 if seg is not None:
                     addr = self.proc.addr_of(seg) + (a.ctypes.data - seg.addr)
