@@ -370,8 +370,10 @@ def _compile(session: "Session", name: str) -> _Revision:
 
 
 def last_good_message(cell: str, exc: BaseException) -> str:
-    """What a program or view says while it keeps running the last good revision of `cell`."""
-    return f"{cell}: still running the last good revision, because\n{exc}"
+    """What a program or view says while it keeps running the last good revision of `cell`: one line
+    saying so and why, then the diagnostics (with the user's lines)."""
+    head, _, rest = str(exc).partition("\n")
+    return f"{cell}: still running the last good revision. {head}" + (f"\n{rest}" if rest else "")
 
 
 class PlaygroundProgram:

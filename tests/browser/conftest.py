@@ -90,17 +90,24 @@ def _free_port() -> int:
 
 @contextmanager
 def jupyterlab(root: pathlib.Path, cells: Sequence[str], notebook: str = "test.ipynb",
-               kernelspec: dict[str, str] | None = None) -> Iterator[str]:
+               kernelspec: dict[str, str] | None = None, *, source: pathlib.Path | None = None) -> Iterator[str]:
     """Start JupyterLab on `root` with a notebook of `cells` (a Python 3 notebook unless `kernelspec`
-    says otherwise); yields its URL; stops it by process group."""
+    says otherwise), or a copy of the notebook `source` without its outputs (its data files, e.g.
+    images it reads, beside it); yields its URL; stops it by process group."""
     if not pathlib.Path(CHROMIUM).exists():
         pytest.skip(f"{CHROMIUM} not installed (apt-get install -y chromium)")
     pytest.importorskip("playwright.sync_api")
-    nb = {"cells": [{"cell_type": "code", "execution_count": None, "id": f"c{i}", "metadata": {},
-                     "outputs": [], "source": src} for i, src in enumerate(cells)],
-          "metadata": {"kernelspec": kernelspec or {"name": "python3", "display_name": "Python 3",
-                                                    "language": "python"}},
-          "nbformat": 4, "nbformat_minor": 5}
+    if source is not None:
+        nb = json.loads(source.read_text())
+        for c in nb["cells"]:
+            if c["cell_type"] == "code":
+                c["outputs"], c["execution_count"] = [], None
+    else:
+        nb = {"cells": [{"cell_type": "code", "execution_count": None, "id": f"c{i}", "metadata": {},
+                         "outputs": [], "source": src} for i, src in enumerate(cells)],
+              "metadata": {"kernelspec": kernelspec or {"name": "python3", "display_name": "Python 3",
+                                                        "language": "python"}},
+              "nbformat": 4, "nbformat_minor": 5}
     (root / notebook).write_text(json.dumps(nb))
     settings = root / ".settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True, exist_ok=True)
@@ -145,6 +152,63 @@ def run_all_cells(page, n: int, timeout: int = 60_000) -> None:
         page.wait_for_function(
             "(c) => /\\[\\d+\\]/.test(c.querySelector('.jp-InputPrompt').textContent)",
             arg=cells.nth(i).element_handle(), timeout=timeout)
+
+
+def run_all_menu(page, timeout: int = 180_000) -> None:
+    """Run > Run All Cells, as a user would, then wait until every code cell has its prompt number
+    (live views keep the kernel flipping between busy and idle, so its status says nothing)."""
+    page.wait_for_selector(".jp-Notebook", timeout=60_000)
+    page.get_by_text("| Idle").first.wait_for(timeout=60_000)
+    page.locator(".jp-Notebook .jp-Cell").first.click()
+    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+    page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+    page.wait_for_function(
+        "() => { const p = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')];"
+        " return p.length > 0 && p.every((e) => /\\[\\d+\\]/.test(e.textContent)); }", timeout=timeout)
+
+
+def set_cell_text(page, cell, text: str) -> None:
+    """Replace a cell's text as a user would (select all in its editor, then type it in one go)."""
+    editor = cell.locator(".jp-InputArea-editor")
+    editor.scroll_into_view_if_needed()
+    editor.click()
+    page.keyboard.press("Control+a")
+    page.keyboard.insert_text(text)
+    got = cell.locator(".cm-content").evaluate(
+        "(e) => [...e.querySelectorAll('.cm-line')].map((l) => l.textContent).join('\\n')")
+    assert got.strip() == text.strip(), f"the editor holds {got[:200]!r}"
+
+
+def run_cell(page, cell, timeout: int = 120_000) -> float:
+    """Shift+Enter in `cell` and wait until its prompt shows a new number; returns the page's
+    performance.now() (ms) when the run was seen to end."""
+    prompt = cell.locator(".jp-InputPrompt")
+    before = prompt.inner_text()
+    cell.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Shift+Enter")
+    page.wait_for_function(
+        "([c, b]) => { const t = c.querySelector('.jp-InputPrompt').textContent;"
+        " return /\\[\\d+\\]/.test(t) && t !== b; }", arg=[cell.element_handle(), before], timeout=timeout)
+    return float(page.evaluate("() => performance.now()"))
+
+
+# Shares of a canvas's image pixels (not the #222 background) by hue class, for "did the colour change"
+COLOR_SHARES = """(c) => {
+  const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+  let n = 0; const k = {red: 0, green: 0, blue: 0, orange: 0};
+  for (let i = 0; i < d.length; i += 4) {
+    const r = d[i], g = d[i+1], b = d[i+2];
+    if (r === 34 && g === 34 && b === 34) continue;
+    n++;
+    if (r > 150 && g < 60 && b < 60) k.red++;
+    if (g > 150 && r < 100 && b < 120) k.green++;
+    if (b > 150 && r < 60 && g < 60) k.blue++;
+    if (r > 200 && g > 60 && g < 150 && b < 80) k.orange++;
+  }
+  for (const key in k) k[key] = n ? k[key] / n : 0;
+  k.pixels = n;
+  return k;
+}"""
 
 
 def drag_slider(page, slider, start: float, stop: float, steps: int = 10) -> None:
@@ -195,7 +259,9 @@ class _Tools:
     """What browser tests need from here (tests/browser is not a package, so no relative imports)."""
 
     ARTIFACTS = ARTIFACTS
+    REPO = REPO
     CANVAS_STATS = CANVAS_STATS
+    COLOR_SHARES = COLOR_SHARES
     FPS_JS = FPS_JS
     LIVE_CPU_CELL = LIVE_CPU_CELL
     CHROMIUM = CHROMIUM
@@ -206,6 +272,9 @@ class _Tools:
     jupyterlab = staticmethod(jupyterlab)
     pause = staticmethod(pause)
     run_all_cells = staticmethod(run_all_cells)
+    run_all_menu = staticmethod(run_all_menu)
+    run_cell = staticmethod(run_cell)
+    set_cell_text = staticmethod(set_cell_text)
 
 
 @pytest.fixture(scope="session")
