@@ -488,8 +488,17 @@ def test_rerunning_a_playground_cell_continues_its_program() -> None:
         second = W.show_cell(vk, "again", display=shown.append)
         assert second is first and len(shown) == 2
         assert shown[0].image.comm is None                         # the replaced output's widget is closed
+        assert shown[1].image.comm is not None
         controls = shown[1].image.controls
         assert controls["gain"].value == 0.25 and controls["time"].default > 0   # the slider and the clock go on
         assert tuple(shown[1].image.image[0, 0]) == (0, 64, 0, 255)
     finally:
         vk.close()
+    import gc
+    import weakref
+
+    shown[1].close()   # an open view keeps its program (and session); closed, nothing here does
+    gone = weakref.ref(vk)
+    del vk, first, second, shown, controls
+    gc.collect()
+    assert gone() is None, "show_cell keeps the session alive"

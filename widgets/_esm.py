@@ -8,7 +8,7 @@ import pathlib
 from typing import Any
 import re
 
-__all__ = ["bundle_esm"]
+__all__ = ["bundle_css", "bundle_esm"]
 
 HERE = pathlib.Path(__file__).parent
 _DAGRE_IMPORT = re.compile(r'^import dagre from "\./vendor/dagre\.esm\.js";\s*$', re.M)
@@ -35,6 +35,13 @@ def bundle_esm(js_file: str) -> str:
     if _DAGRE_IMPORT.search(js):
         js = _DAGRE_IMPORT.sub(lambda _: _dagre(), js, count=1)
     return js
+
+
+def bundle_css(css_file: str) -> str:
+    """The text of widgets/`css_file`. Text, not a Path: anywidget watches a Path's file and connects
+    a strong callback per widget instance to it, so no widget (its frames, its render function and
+    whatever that holds: a program, a session) could ever be collected, even after close()."""
+    return (HERE / css_file).read_text(encoding="utf-8")
 
 
 class HtmlFallback:

@@ -10,21 +10,19 @@ from __future__ import annotations
 import html
 import logging
 import math
-import pathlib
 from typing import Any, Sequence
 
 import anywidget
 import numpy as np
 import traitlets as t
 
-from ._esm import HtmlFallback, bundle_esm
+from ._esm import HtmlFallback, bundle_css, bundle_esm
 from ._encode import colormap_lut
 from ._wire import ColumnSpec, HeatMeta, HistogramData, PageReply, SeekReply
 
 __all__ = ["BufferView"]
 
 log = logging.getLogger("slang_kernel.widgets")
-_HERE = pathlib.Path(__file__).parent
 _MAX_PAGE = 2000
 _MAX_COLUMNS = 64
 _HEAT_MAX = 512
@@ -162,7 +160,7 @@ class BufferView(HtmlFallback, anywidget.AnyWidget):
     """
 
     _esm = bundle_esm("buffer_view.js")
-    _css = _HERE / "buffer_view.css"
+    _css = bundle_css("buffer_view.css")
 
     rows = t.Int(0).tag(sync=True)
     shape = t.List(t.Int()).tag(sync=True)

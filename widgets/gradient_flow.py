@@ -21,7 +21,7 @@ import numpy as np
 import traitlets as t
 
 from ._wire import TrainMeta
-from ._esm import HERE as _HERE, HtmlFallback, bundle_esm
+from ._esm import HtmlFallback, bundle_css, bundle_esm
 
 __all__ = ["GradientFlow", "to_numpy"]
 
@@ -86,7 +86,7 @@ class GradientFlow(HtmlFallback, anywidget.AnyWidget):
     """Gradient check of a function (``GradientFlow.check``) and/or a training history (``record``)."""
 
     _esm = bundle_esm("gradient_flow.js")
-    _css = _HERE / "gradient_flow.css"
+    _css = bundle_css("gradient_flow.css")
 
     report = t.Dict().tag(sync=True)     # slang_kernel.gradients.GradientReport.to_json()
     graph = t.Dict().tag(sync=True)      # slang_kernel.gradients.flow_graph()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import logging
-import pathlib
 import time
 from typing import Any, Callable, Literal, Mapping
 
@@ -18,7 +17,7 @@ import anywidget
 import numpy as np
 import traitlets as t
 
-from ._esm import bundle_esm
+from ._esm import bundle_css, bundle_esm
 from ._encode import COLORMAPS, colormap_lut, png_preview, tonemap
 from ._wire import FrameError, FrameMeta
 from .controls import Control, InvalidControlValue, validate_values
@@ -26,7 +25,6 @@ from .controls import Control, InvalidControlValue, validate_values
 __all__ = ["ImageView", "LiveImage"]
 
 log = logging.getLogger("slang_kernel.widgets")
-_HERE = pathlib.Path(__file__).parent
 
 
 JPEG_QUALITY = 90
@@ -99,7 +97,7 @@ class ImageView(anywidget.AnyWidget):
     """Show an image; ``update(img)`` replaces it. Wheel zooms, drag pans, hover shows raw values."""
 
     _esm = bundle_esm("image_view.js")
-    _css = _HERE / "image_view.css"
+    _css = bundle_css("image_view.css")
 
     _frame = t.Bytes(b"").tag(sync=True)
     _frame_meta = t.Dict().tag(sync=True)

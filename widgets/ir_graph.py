@@ -13,18 +13,16 @@ The graph data is plain JSON (see :mod:`slang_kernel.gradients`), so the widget 
 from __future__ import annotations
 
 import html
-import pathlib
 from typing import Any
 
 import anywidget
 import traitlets as t
 
-from ._esm import HtmlFallback, bundle_esm
+from ._esm import HtmlFallback, bundle_css, bundle_esm
 from ._wire import IRGraphData, IRSelection
 
 __all__ = ["IRGraph"]
 
-_HERE = pathlib.Path(__file__).parent
 class IRGraph(HtmlFallback, anywidget.AnyWidget):
     """Show IR graph data (``slang_kernel.gradients.ir_graph_data``); ``IRGraph.of(session, name)``.
 
@@ -33,7 +31,7 @@ class IRGraph(HtmlFallback, anywidget.AnyWidget):
     """
 
     _esm = bundle_esm("ir_graph.js")
-    _css = _HERE / "ir_graph.css"
+    _css = bundle_css("ir_graph.css")
 
     data = t.Dict().tag(sync=True)
     view = t.Unicode("").tag(sync=True)          # view id ("module", "v1", ...)

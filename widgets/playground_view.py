@@ -148,10 +148,11 @@ def playground_view(program: PlaygroundProgram, *, size: tuple[int, int] | None 
     return PlaygroundView(program, image, buffers, playground_link(program.source))
 
 
-# Per session and cell, the program show_cell runs and the view it showed last (which the cell's
-# re-run replaced in the notebook: its widgets are closed then).
-_shown: "weakref.WeakKeyDictionary[Session, dict[str, tuple[PlaygroundProgram, PlaygroundView]]]" = \
-    weakref.WeakKeyDictionary()
+# Per session and cell, the program show_cell ran and the widgets of the view it showed last (which
+# the cell's re-run replaces in the notebook: they are closed then). Held weakly: a program holds its
+# session (a strong value would keep the key alive), and lives on in its open views and the namespace.
+_Shown = tuple["weakref.ref[PlaygroundProgram]", list["weakref.ref[Any]"]]
+_shown: "weakref.WeakKeyDictionary[Session, dict[str, _Shown]]" = weakref.WeakKeyDictionary()
 
 
 def show_cell(session: "Session", cell: str, *, display: Callable[[Any], Any] | None = None) -> PlaygroundProgram | None:
@@ -165,7 +166,8 @@ def show_cell(session: "Session", cell: str, *, display: Callable[[Any], Any] | 
 
         display = _display
     known = _shown.setdefault(session, {})
-    prog, old = known.get(cell, (None, None))
+    ref, old = known.get(cell, (None, []))
+    prog = ref() if ref is not None else None
     if prog is not None:
         prog.follow()
         if prog.error is not None or not prog.runnable:
@@ -180,7 +182,10 @@ def show_cell(session: "Session", cell: str, *, display: Callable[[Any], Any] | 
         print(prog.printed, end="" if prog.printed.endswith("\n") else "\n")
     view = playground_view(prog)
     display(view)
-    if old is not None:
-        old.close()
-    known[cell] = (prog, view)
+    for w in old:
+        widget = w()
+        if widget is not None:
+            widget.close()
+    widgets = [w for w in (view.image, *view.buffers.values()) if w is not None]
+    known[cell] = (weakref.ref(prog), [weakref.ref(w) for w in widgets])
     return prog
