@@ -124,8 +124,8 @@ def test_edits_stay_bounded(tmp_path: Path) -> None:
     values, so g++ builds DISTINCT libraries, and from then on every edit makes the worker load a
     library it had unloaded.
 
-    Measured on the 2-core machine: the compiler worker stayed at 210.4 MiB and the CPU worker at
-    16.1 MiB from edit 100 to 1000 (~2-4 minutes). Before: the compiler worker grew ~2.3 MiB per edit
+    Measured on the 2-core machine (133 s): compiler worker 210.22 MiB at edit 200, 210.29 at edit
+    1000; CPU worker 15.84 MiB at both. Before: the compiler worker grew ~2.3 MiB per edit
     (every request kept its whole linkage alive), so these bounds have a wide margin both ways; the
     CPU bound is tight enough to catch a library that is loaded but never given back (ctypes.CDLL
     per library kept ~1 KiB per load).
