@@ -315,7 +315,7 @@ class IsolatedVulkanBackend:
         index: dict[int, int] = {}
         sent: dict[str, Any] = {}
         for name, v in values.items():
-            if type(v) is np.ndarray and not v.dtype.hasobject:
+            if isinstance(v, np.ndarray) and not v.dtype.hasobject:
                 i = index.get(id(v))
                 if i is None:
                     i = index[id(v)] = len(arrays)
@@ -338,7 +338,7 @@ class IsolatedVulkanBackend:
             reply = self._call(msg, kernel.entry, kernel.entry, self.timeout)
             self.last_worker_us = float(reply.get("us", 0.0))
             if writable:
-                back = {index[id(values[n])] for n in writable if type(values.get(n)) is np.ndarray}
+                back = {index[id(values[n])] for n in writable if id(values.get(n)) in index}
                 for i in back:
                     slot = slots[i]
                     if self._staging is not None and slot.segment == self._staging.id and arrays[i].nbytes:
