@@ -88,7 +88,9 @@ def test_labextension_build_is_current():
 def test_this_environment_has_them_from_pip():
     """The test environment was made by `pip install -e .` (scripts/setup): its RECORD owns the
     kernelspec and the labextension under sys.prefix, so `pip uninstall` removes them."""
-    files = {f.as_posix() for f in md.files("slang-kernel") or ()}
+    # the installed distribution, not a stale slang_kernel.egg-info of a setuptools build in the checkout
+    (dist,) = md.distributions(name="slang-kernel", path=[sysconfig.get_path("purelib")])
+    files = {f.as_posix() for f in dist.files or ()}
     data = Path(sysconfig.get_path("data"))
     for rel in (f"{KERNELSPEC_DATA}/kernel.json", f"{KERNELSPEC_DATA}/logo-64x64.png",
                 f"{LABEXTENSION_DATA}/package.json"):
