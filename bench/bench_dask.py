@@ -87,7 +87,7 @@ def main() -> None:
         s.run_cell(SOURCE, name="busy")
         for workers in (1, 2):
             with LocalCluster(n_workers=workers, processes=True, threads_per_worker=1,
-                              dashboard_address=":0") as cluster, Client(cluster) as client:
+                              dashboard_address=":0") as cluster, Client(cluster):
                 f_d = skd.function(s, "busy", backend=args.backend, threads=1)
                 x = da.linspace(0, 1, n, chunks=n // args.chunks, dtype=np.float32)
                 got = float(f_d(x).sum(dtype=np.float64).compute())

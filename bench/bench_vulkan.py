@@ -84,7 +84,7 @@ def main() -> None:
     args = ap.parse_args()
     import slangpy as spy
 
-    s = sk.Session(backend="vulkan")
+    s = sk.Session(backend="vulkan", isolate=False)   # reads the sgl device (s.backend.device) directly
     cpu = sk.Session(backend="cpu")
     dev = s.backend.device
     print(f"device: {s.backend.describe()}; cpu backend: {cpu.backend.describe()}; slangpy {spy.__version__}")

@@ -39,11 +39,11 @@ import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence, cast
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
-from .backends import Backend
+from .backends import Backend, device_buffers, shared_arrays, textures
 from .backends._packing import element_dtype, numpy_dtype
 from .compiled import CompiledKernel
 from .compiler.diagnostics import SlangCompileError
@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 __all__ = [
     "PLAYGROUND_URL", "Input", "PlaygroundError", "PlaygroundProgram", "Resource", "decode_playground_link",
     "decode_prints", "dispatch", "is_playground", "last_good_message", "playground_link", "program_for",
-    "show_cell", "string_hash", "to_rgba8",
+    "string_hash", "to_rgba8",
 ]
 
 PLAYGROUND_URL = "https://shader-slang.org/slang-playground/"
@@ -114,9 +114,9 @@ def string_table(*sources: str) -> dict[int, str]:
     out: dict[int, str] = {}
     texts = list(sources)
     try:  # the Vulkan backend rewrites printf("%d") into sgl's print("{}"): know those literals too
-        from .backends.vulkan import _rewrite_printf
+        from .backends.printing import rewrite_printf
 
-        texts += [_rewrite_printf(s) for s in sources]
+        texts += [rewrite_printf(s) for s in sources]
     except Exception:  # pragma: no cover - slangpy missing
         pass
     for src in texts:
@@ -237,22 +237,6 @@ def to_rgba8(a: np.ndarray) -> np.ndarray:
         out[..., 1], out[..., 2] = a[..., 1], 0
     out[..., 3] = a[..., 3] if c == 4 else 255
     return out
-
-
-# -- what a program asks of a backend, by capability (backends/__init__.py documents them) ------------
-
-
-class _DeviceBuffers(Protocol):
-    def buffer(self, array_or_shape: Any, dtype: Any = None) -> Any: ...
-
-
-class _Textures(Protocol):
-    def texture(self, array_or_shape: Any, dtype: Any = None, *, dims: int = 2) -> Any: ...
-    def sampler(self, spec: Any = None) -> Any: ...
-
-
-class _SharedArrays(Protocol):
-    def zeros(self, shape: Any, dtype: Any = np.float32) -> np.ndarray: ...
 
 
 # -- the program --------------------------------------------------------------------------------------
@@ -551,7 +535,7 @@ class PlaygroundProgram:
         caps = backend.capabilities
         value: Any
         if kind == "SAMPLER":  # linear filtering, wrap addressing: an sgl sampler's defaults
-            value = cast(_Textures, backend).sampler("linear") if "textures" in caps else None
+            value = textures(backend).sampler("linear") if "textures" in caps else None
             return Resource(name, kind, t, args, value, (), declared)
         if kind in ("ZEROS", "RAND", "DATA"):
             if not t.is_buffer:
@@ -577,9 +561,9 @@ class PlaygroundProgram:
                         (self.rng.random(arr.shape) * 2**31).astype(base)
             value = arr
             if "device_buffers" in caps:
-                value = cast(_DeviceBuffers, backend).buffer(arr)
+                value = device_buffers(backend).buffer(arr)
             elif "shared_arrays" in caps:   # the CPU worker uses shared memory without copies
-                value = cast(_SharedArrays, backend).zeros(arr.shape, arr.dtype)
+                value = shared_arrays(backend).zeros(arr.shape, arr.dtype)
                 value[...] = arr
             return Resource(name, kind, t, args, value, (arr.shape[0],), declared)
         if kind in ("BLACK", "BLACK_3D", "BLACK_SCREEN", "URL"):
@@ -602,7 +586,7 @@ class PlaygroundProgram:
                 else:
                     shape = (max(1, int(self.screen[1] * float(args[1]))), max(1, int(self.screen[0] * float(args[0]))))
                 arr = np.zeros((*shape, ch), dt)
-            value = cast(_Textures, backend).texture(arr, dims=dims)
+            value = textures(backend).texture(arr, dims=dims)
             return Resource(name, kind, t, args, value, arr.shape[:dims], declared)
         raise PlaygroundError(f"unknown playground resource {kind}")
 
@@ -746,12 +730,3 @@ def program_for(session: "Session", cell: str) -> PlaygroundProgram | None:
         return None
     prog = PlaygroundProgram(session, cell)
     return prog if prog.runnable else None
-
-
-def show_cell(session: "Session", cell: str, *, display: Callable[[Any], Any] | None = None) -> Any:
-    """Run and display a playground cell: moved to ``slang_kernel.widgets.show_cell`` (a view is the
-    widgets' side). TODO(front ends): frontend.py and magics import it from there; then this forwarder,
-    the one import of a widget module left here, goes."""
-    from .widgets.playground_view import show_cell as show
-
-    return show(session, cell, display=display)

@@ -18,7 +18,7 @@ from typing import Any, Mapping, Protocol, cast
 
 import numpy as np
 
-from ..backends import Backend
+from ..backends import Backend, textures
 from ..compiled import CompiledKernel
 from ..compiler.diagnostics import SlangCompileError
 from ..compiler.reflection import ParamInfo, TypeInfo
@@ -149,7 +149,7 @@ def live(kernel: ComputeKernel, image: str = "outputTexture", controls: Mapping[
         assert own is not None
         arr = np.zeros(own, np.float32)
         made_on[:] = [backend]
-        return cast(Any, backend).texture(arr) if "textures" in backend.capabilities else arr
+        return textures(backend).texture(arr) if "textures" in backend.capabilities else arr
 
     if own is not None:
         fixed[image] = texture(session.backend)

@@ -9,20 +9,67 @@ backend's attributes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Callable, Mapping, Protocol, cast
+
+import numpy as np
 
 from ..cache import DiskCache
 from ..compiled import CompiledKernel
 from ..errors import BackendUnavailable
 
-__all__ = ["Backend", "BackendConfig", "BackendUnavailable", "CAPABILITIES", "available_backends", "create_backend",
-           "register_backend"]
+__all__ = ["CAPABILITIES", "Backend", "BackendConfig", "BackendUnavailable", "DeviceBuffers", "SharedArrays",
+           "Textures", "available_backends", "create_backend", "device_buffers", "register_backend", "shared_arrays",
+           "textures"]
 
-# device_buffers: backend.buffer(array_or_shape, dtype) -> an object with .numpy()/.upload(), used in
-#   place by kernels; textures: backend.texture(array_or_shape, dtype, dims=2) -> likewise, for texture
-#   parameters (without it, textures are (H, W, C) numpy arrays); shared_arrays: backend.empty/zeros/
-#   shared(...) -> numpy arrays that kernels use without a copy.
+# What a backend offers beyond dispatch, by name; each is a protocol below that the backend then
+# satisfies (`device_buffers(backend)` and friends check and narrow). Without "textures", texture
+# parameters are (H, W, C) numpy arrays; without "device_buffers", buffers are the arrays themselves.
 CAPABILITIES = frozenset({"device_buffers", "textures", "shared_arrays"})
+
+
+class DeviceBuffers(Protocol):
+    """"device_buffers": device-resident buffers kernels use in place (.numpy() reads back, .upload())."""
+
+    def buffer(self, array_or_shape: Any, dtype: Any = None) -> Any: ...
+
+
+class Textures(Protocol):
+    """"textures": device textures from (H, W, C) arrays or shapes, and samplers ("linear", "point")."""
+
+    def texture(self, array_or_shape: Any, dtype: Any = None, *, dims: int = 2) -> Any: ...
+    def sampler(self, spec: Any = None) -> Any: ...
+
+
+class SharedArrays(Protocol):
+    """"shared_arrays": numpy arrays that kernels read and write without a copy."""
+
+    def empty(self, shape: Any, dtype: Any = ...) -> np.ndarray: ...
+    def zeros(self, shape: Any, dtype: Any = ...) -> np.ndarray: ...
+    def shared(self, a: Any, dtype: Any = None) -> np.ndarray: ...
+
+
+def _require(backend: "Backend", name: str) -> None:
+    if name not in backend.capabilities:
+        raise BackendUnavailable(f"the {backend.name} backend has no {name.replace('_', ' ')} "
+                                 f"(it offers: {', '.join(sorted(backend.capabilities)) or 'none'})")
+
+
+def device_buffers(backend: "Backend") -> DeviceBuffers:
+    """The backend as DeviceBuffers; a clear error when it does not state "device_buffers"."""
+    _require(backend, "device_buffers")
+    return cast(DeviceBuffers, backend)
+
+
+def textures(backend: "Backend") -> Textures:
+    """The backend as Textures; a clear error when it does not state "textures"."""
+    _require(backend, "textures")
+    return cast(Textures, backend)
+
+
+def shared_arrays(backend: "Backend") -> SharedArrays:
+    """The backend as SharedArrays; a clear error when it does not state "shared_arrays"."""
+    _require(backend, "shared_arrays")
+    return cast(SharedArrays, backend)
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from ..compiled import CompiledKernel
 from ..errors import (BackendUnavailable, DeviceLost, KernelCrash, KernelInterrupted, KernelTimeout, ParameterError,
                       VulkanCompileError)
 from . import BackendConfig, _shm
+from ._packing import _describe
 from ._vulkan_wire import ArrayArg, ArraySlot, DeviceRef, Reply
 
 __all__ = ["IsolatedVulkanBackend", "VulkanBufferHandle", "VulkanTextureHandle"]
@@ -114,7 +115,7 @@ class IsolatedVulkanBackend:
         return f"{self._describe}, isolated worker process"
 
     def compile_options(self, target: str) -> tuple[str, ...]:
-        from .vulkan import compile_options
+        from ._vulkan_device import compile_options
 
         return compile_options(target)
 
@@ -329,6 +330,12 @@ class IsolatedVulkanBackend:
         if writable is None:
             params = [*kernel.reflection.globals, *kernel.entry_point.uniforms]
             writable = self._writable[kernel.key] = frozenset(p.name for p in params if p.type.writable)
+        for n in writable:  # as in-process: the kernel writes into that very memory (staging would hide it)
+            v = values.get(n)
+            if isinstance(v, np.ndarray) and not v.flags.c_contiguous:
+                raise ParameterError(f"{kernel.entry}(): parameter `{n}` is written by the kernel and needs a "
+                                     f"writable C-contiguous array; got {_describe(v)} "
+                                     "(np.ascontiguousarray makes one)")
         with self._lock:
             if kernel.key not in self._proc.loaded:
                 self._call({"op": "load", "kernel": kernel}, f"{kernel.entry} (building it for Vulkan)", kernel.entry)

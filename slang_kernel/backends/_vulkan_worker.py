@@ -23,7 +23,7 @@ from .. import _ipc
 from ..compiled import CompiledKernel
 from . import BackendConfig
 from ._vulkan_wire import ArrayArg, ArraySlot, DeviceRef, Reply, is_device_lost
-from .vulkan import VulkanBackend, VulkanBuffer, VulkanTexture
+from ._vulkan_device import VulkanBackend, VulkanBuffer, VulkanTexture
 
 __all__ = ["Worker", "main"]
 
