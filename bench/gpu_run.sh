@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the lent H200 machine (see ../shared/GPU.md): GPU tests and benchmarks in one go, logs in $OUT.
-# Carry .gpu (slangpy cp312 wheel contents + Vulkan loader debs). Usage: bash bench/gpu_run.sh [tests|bench|all]
+# Carry .gpu (slangpy cp312 wheel contents + Vulkan loader debs). Usage: bash bench/gpu_run.sh [tests|bench|paired|all]
+# paired: bench_dispatch.py and bench_engine.py from an older tree (.gpu/old_main.tgz, `git archive REV | gzip`)
+# and from this one, one after the other on the same machine.
 set -uo pipefail
 for f in .gpu/gl/*.deb; do dpkg -x "$f" /; done; ldconfig
 mkdir -p /tmp/site && tar xJf .gpu/slangpy-cp312.tar.xz -C /tmp/site
@@ -11,10 +13,23 @@ what=${1:-all}
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/gpu.txt"
 if [ "$what" = tests ] || [ "$what" = all ]; then
   python3 -m pytest -p no:cacheprovider -ra -q tests/test_conformance.py tests/test_bad_input.py \
-    --backends cuda,vulkan 2>&1 | tee "$OUT/conformance_gpu.log"
-  python3 -m pytest -p no:cacheprovider -ra -q tests/test_vulkan.py tests/test_cuda.py 2>&1 | tee "$OUT/backend_tests_gpu.log"
+    tests/test_model.py --backends cuda,vulkan 2>&1 | tee "$OUT/conformance_gpu.log"
+  python3 -m pytest -p no:cacheprovider -ra -q tests/test_vulkan.py tests/test_cuda.py tests/test_vulkan_isolation.py \
+    2>&1 | tee "$OUT/backend_tests_gpu.log"
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
   python3 bench/bench_cuda.py 2>&1 | tee "$OUT/bench_cuda.log"
   python3 bench/bench_vulkan.py 2>&1 | tee "$OUT/bench_vulkan.log"
+fi
+if [ "$what" = paired ]; then
+  rm -rf /tmp/old && mkdir -p /tmp/old && tar xzf .gpu/old_main.tgz -C /tmp/old
+  here=$PWD
+  for round in 1 2; do   # old, new, old, new: drift of the machine shows as a difference between rounds
+    for tree in /tmp/old "$here"; do
+      name=$([ "$tree" = "$here" ] && echo new || echo old)
+      (cd "$tree" && PYTHONPATH=/tmp/site:$tree SLANG_KERNEL_CACHE_DIR=/tmp/sk-cache-$name \
+        python3 "$here/bench/bench_dispatch.py" --repeat 15 2>&1 | tee "$OUT/dispatch_${name}_$round.log")
+    done
+  done
+  python3 bench/bench_engine.py --repeat 11 2>&1 | tee "$OUT/engine_new.log"
 fi
