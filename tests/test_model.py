@@ -137,7 +137,7 @@ def test_register_backend_keeps_the_builtins() -> None:
         assert made and made[0].threads == 1 and s.backend.name == "cpu"
 
 
-MESSY_CELLS = int(os.environ.get("SLANG_KERNEL_MESSY_CELLS", "120"))   # 900 in the issue's soak: ~N s
+MESSY_CELLS = int(os.environ.get("SLANG_KERNEL_MESSY_CELLS", "120"))   # the issue: 900 (8.5 min, loaded machine)
 
 
 def test_messy_session_ends_with_an_independent_kernel_that_runs() -> None:
