@@ -101,3 +101,23 @@ def test_usage_errors_are_usage_errors(shell: InteractiveShell) -> None:
         assert isinstance(r.error_in_exec, UsageError), line
     r = shell.run_line_magic("slang_session", "")
     assert "never" not in r.functions()
+
+
+def test_ir_and_grad_magics_on_a_playground_cell(shell: InteractiveShell) -> None:
+    """`import playground;` cells: the IR and gradient views build their requests through the session,
+    with its module search path (they once failed with "cannot open file 'playground.slang'")."""
+    r = shell.run_cell("""%%slang pg_ir
+import playground;
+[Differentiable] float soft(float x) { return x * x * 0.5; }
+[playground::ZEROS(8)] RWStructuredBuffer<float> outputBuffer;
+[shader("compute")][numthreads(8, 1, 1)][playground::CALL(8, 1, 1)]
+void computeMain(uint3 t: SV_DispatchThreadID) { outputBuffer[t.x] = soft(t.x); }
+""")
+    assert r.success, r.error_in_exec
+    from slang_kernel.widgets import GradientFlow, IRGraph
+
+    graph = shell.run_line_magic("slang_ir", "soft")
+    assert isinstance(graph, IRGraph) and "soft" in str(graph.data)
+    assert isinstance(shell.run_line_magic("slang_ir", "pg_ir"), IRGraph)
+    flow = shell.run_line_magic("slang_grad", "soft 2.0")
+    assert isinstance(flow, GradientFlow)
