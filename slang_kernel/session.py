@@ -239,9 +239,19 @@ class Session:
             self._forget(old)
 
     def _forget(self, cell: Cell) -> None:
-        """The compiler worker drops the blob of a revision nothing can load again."""
-        if cell.digest and not any(c.digest == cell.digest for c in self._cells.values()):
-            self._compiler.forget([cell.digest])
+        """The compiler worker drops the blob of a revision nothing can load again; the kernels built
+        from it are dropped here and by the backend (a view still running one rebuilds it if asked)."""
+        if not cell.digest or any(c.digest == cell.digest for c in self._cells.values()):
+            return
+        self._compiler.forget([cell.digest])
+        old = (cell.name, cell.digest)
+        keys = [k for k, ck in self._compiled.items() if old in ck.digests]
+        for k in keys:
+            del self._compiled[k]
+        for e in [e for e, ck in self._entries.items() if old in ck.digests]:
+            del self._entries[e]
+        if keys:
+            self.backend.forget(keys)
 
     def _macros(self, source_idents: frozenset[str], own: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
         """The defines a cell sees: the session's and its own, those whose names it mentions (a define

@@ -278,3 +278,22 @@ def test_a_label_names_the_revision_in_every_message(cpu_session: sk.Session) ->
     assert failure is not None and failure.diagnostics[0].cell == "In[7]"
     s.run_cell("float lab(float x) { return 2 * x; }", name="In[2]", label="In[8]")
     assert s.cells == ("In[2]",) and s.cell("In[2]").shown == "In[8]"
+
+
+def test_replaced_revisions_are_forgotten_by_the_backend(session: sk.Session) -> None:
+    """Kernels built from a replaced revision leave the session's and the backend's caches; the new
+    revision runs, and the old CompiledKernel, dispatched again, is simply rebuilt."""
+    s = session
+    src = """
+[shader("compute")][numthreads(4, 1, 1)]
+void forget_me(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o) { o[t.x] = K; }"""
+    s.run_cell(src.replace("K", "1.0"), name="forget")
+    o = np.zeros(4, np.float32)
+    s.kernel("forget_me")(threads=4, o=o)
+    old = s.compile_entry("forget_me")
+    s.run_cell(src.replace("K", "2.0"), name="forget")
+    assert not s.is_current(old)
+    s.kernel("forget_me")(threads=4, o=o)
+    assert o.tolist() == [2.0] * 4
+    s.backend.dispatch(old, (1, 1, 1), {"o": o})
+    assert o.tolist() == [1.0] * 4

@@ -101,6 +101,10 @@ class Backend(Protocol):
     def reset(self) -> None:
         """Start afresh (a new worker or device) after a kernel left the backend in a bad state."""
 
+    def forget(self, keys: list[str]) -> None:
+        """Drop what was built for these CompiledKernel keys (revisions that were replaced); a key
+        dispatched again later is simply built again."""
+
     def close(self) -> None: ...
 
 

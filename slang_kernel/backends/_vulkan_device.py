@@ -499,6 +499,12 @@ class VulkanBackend:
         if len(free) < 8 and buf.size <= (64 << 20):
             free.append(buf)
 
+    def forget(self, keys: list[str]) -> None:
+        with self._lock:
+            for k in keys:
+                self._kernels.pop(k, None)
+                self._prepared.pop(k, None)
+
     def close(self) -> None:
         self._pool.clear()
         self._prepared.clear()

@@ -366,6 +366,13 @@ class CpuBackend:
                 self._proc.forget(seg.id)
             seg.close()
 
+    def forget(self, keys: list[str]) -> None:
+        """Drop the loaded kernels of replaced revisions (the worker bounds its libraries itself)."""
+        gone = set(keys)
+        with self._lock:
+            for k in [k for k in self._loaded if k[0] in gone]:
+                del self._loaded[k]
+
     def reset(self) -> None:
         """Restart the worker process (kills a running kernel); compiled kernels stay cached."""
         if self._proc is not None:

@@ -227,6 +227,14 @@ class CudaBackend:
         host = np.frombuffer(bytes(glob), np.uint8)
         plan.module.get_global("SLANG_globalParams").copy_from_host(host.ctypes.data, host.nbytes)
 
+    def forget(self, keys: list[str]) -> None:
+        gone = set(keys)
+        with self._lock:
+            for plan in [p for p in self._plans if p[0] in gone]:
+                del self._plans[plan]
+            for mod in [m for m in self._modules if m.removesuffix("/checked") in gone]:
+                del self._modules[mod]
+
     def reset(self) -> None:
         """Drop the loaded modules (a CUDA context that a sticky error broke cannot be reset in-process)."""
         self.close()
