@@ -47,6 +47,9 @@ INSTALL_HINT = (
     "with an NVIDIA GPU the NVIDIA driver's Vulkan ICD. Check with `vulkaninfo --summary` (vulkan-tools)")
 
 
+MODULES_PER_SESSION = 128
+
+
 def compile_options(target: str) -> tuple[str, ...]:
     """sgl compiles for Vulkan with scalar block layout and row-major matrices: reflect the same
     layouts (buffer element dtypes come from this reflection)."""
@@ -247,6 +250,8 @@ class VulkanBackend:
             raise BackendUnavailable(f"no Vulkan device ({str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}): "
                                      + INSTALL_HINT) from None
         self.adapter = self.device.info.adapter_name
+        self._paths = paths
+        self._slang = self.device.slang_session   # where our modules load (renewed, see forget)
         self._modules: dict[str, Any] = {}        # content-named module -> sgl SlangModule
         self._kernels: dict[str, tuple[Any, bool]] = {}   # CompiledKernel.key -> (sgl ComputeKernel, uses printf)
         self._samplers: dict[Any, Any] = {}
@@ -328,7 +333,7 @@ class VulkanBackend:
                 modules.append(mod)
                 printf = printf or uses
             try:
-                program = self.device.slang_session.link_program(modules, [modules[-1].entry_point(kernel.entry)])
+                program = self._slang.link_program(modules, [modules[-1].entry_point(kernel.entry)])
                 sk = self.device.create_compute_kernel(program)
             except Exception as exc:
                 raise VulkanCompileError(f"slangpy could not build {kernel.entry} ({kernel.cell}) for Vulkan:\n{exc}") from None
@@ -345,7 +350,7 @@ class VulkanBackend:
             if uses:  # sgl's print instead of printf, in sgl's copy only
                 source = head + "import sgl.device.print; " + sep + rewrite_printf(body)
             try:
-                mod = self.device.slang_session.load_module_from_source(m.name, source, path=m.path)
+                mod = self._slang.load_module_from_source(m.name, source, path=m.path)
             except Exception as exc:
                 raise VulkanCompileError(f"slangpy could not load {m.cell} for Vulkan:\n{exc}") from None
             self._modules[m.name] = mod
@@ -500,10 +505,17 @@ class VulkanBackend:
             free.append(buf)
 
     def forget(self, keys: list[str]) -> None:
+        """Drop the kernels of replaced revisions. A Slang session cannot unload modules, and every
+        revision is a module of its own (~1 MB each in sgl), so after MODULES_PER_SESSION modules new
+        ones go into a fresh Slang session on the same device: the old one goes with its last kernel."""
         with self._lock:
             for k in keys:
                 self._kernels.pop(k, None)
                 self._prepared.pop(k, None)
+            if len(self._modules) > MODULES_PER_SESSION:
+                self._slang = self.device.create_slang_session(
+                    compiler_options=self.spy.SlangCompilerOptions({"include_paths": self._paths}))
+                self._modules.clear()
 
     def close(self) -> None:
         self._pool.clear()

@@ -60,6 +60,8 @@ class Worker:
             elif op == "forget":
                 for k in msg["keys"]:
                     self.kernels.pop(k, None)
+                if self.backend is not None:
+                    self.backend.forget(list(msg["keys"]))
             else:
                 channel.send(self._guard(self.ops[op], msg))
 
