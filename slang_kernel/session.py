@@ -36,6 +36,7 @@ CODE_TARGETS = ("hlsl", "glsl", "spirv-asm", "metal", "wgsl", "cuda", "cpp")
 MODULE_DIR = Path(__file__).with_name("slang")
 _SEARCH = ("-I", str(MODULE_DIR))
 _DEFINE_NAME = re.compile(r"[A-Za-z_]\w*$")
+_MODULE_DECL = re.compile(r"^\s*module\s+\w+\s*;", re.M)
 
 
 @dataclass(frozen=True)
@@ -302,7 +303,8 @@ class Session:
         return cell
 
     def _annotate(self, diags: list[Diagnostic], name: str, shown: str, earlier: Sequence[Cell]) -> list[Diagnostic]:
-        """Add a hint when an undefined name is defined by a later cell (cells see only earlier ones)."""
+        """Add hints: an undefined name that a later cell defines (cells see only earlier ones); a name
+        that a cell declaring a `module` keeps internal."""
         later = [c for n, c in self._cells.items() if n != name and c not in earlier and c.ok]
         out = []
         for d in diags:
@@ -316,6 +318,13 @@ class Session:
                                    f"{d.message} ({ident} is defined in {owner}, which comes after {shown}; "
                                    f"a cell sees only the cells before it: move the definition up)",
                                    d.end_line, d.end_column)
+            elif d.code == "E30600" and "'" in d.message:
+                ident = d.message.split("'")[1]
+                owner = next((c for c in reversed(earlier) if ident in c.names), None)
+                if owner is not None and _MODULE_DECL.search(owner.source):
+                    d = Diagnostic(d.severity, d.code, d.cell, d.line, d.column,
+                                   f"{d.message} ({owner.shown} declares a `module`, whose names are internal "
+                                   f"unless marked `public`: write `public` before {ident})", d.end_line, d.end_column)
             out.append(d)
         return out
 

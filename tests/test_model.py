@@ -297,3 +297,20 @@ void forget_me(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o
     assert o.tolist() == [2.0] * 4
     s.backend.dispatch(old, (1, 1, 1), {"o": o})
     assert o.tolist() == [1.0] * 4
+
+
+def test_a_module_cell_defines_kernels_and_says_what_is_internal(cpu_session: sk.Session) -> None:
+    s = cpu_session
+    r = s.run_cell("""module shapes;
+[shader("compute")][numthreads(4, 1, 1)]
+void mod_fill(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o) { o[t.x] = inner(t.x); }
+float inner(float x) { return x + 1; }
+public float outer(float x) { return x * 3; }""", name="shapes")
+    assert r.kernels == ("mod_fill",)
+    o = np.zeros(4, np.float32)
+    s.kernel("mod_fill")(threads=4, o=o)
+    assert o.tolist() == [1.0, 2.0, 3.0, 4.0]
+    s.run_cell("float uses_outer(float x) { return outer(x); }", name="pub")
+    assert float(s.function("uses_outer")(np.float32(2))) == 6.0
+    with pytest.raises(sk.SlangCompileError, match=r"shapes declares a `module`.*`public` before inner"):
+        s.run_cell("float uses_inner(float x) { return inner(x); }", name="internal")
