@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the lent H200 machine (see ../shared/GPU.md): GPU tests and benchmarks in one go, logs in $OUT.
-# Carry .gpu (slangpy cp312 wheel contents + Vulkan loader debs). Usage: bash bench/gpu_run.sh [tests|bench|paired|all]
+# Carry .gpu (slangpy cp312 wheel contents + Vulkan loader debs). Usage: bash bench/gpu_run.sh [tests|bench|paired|dask|all]
 # paired: bench_dispatch.py and bench_engine.py from an older tree (.gpu/old_main.tgz, `git archive REV | gzip`)
 # and from this one, one after the other on the same machine.
 set -uo pipefail
@@ -32,4 +32,10 @@ if [ "$what" = paired ]; then
     done
   done
   python3 bench/bench_engine.py --repeat 11 2>&1 | tee "$OUT/engine_new.log"
+fi
+if [ "$what" = dask ]; then   # carry .gpu/dask-cp312.tar.xz (dask, distributed and their wheels, unpacked)
+  tar xJf .gpu/dask-cp312.tar.xz -C /tmp/site
+  python3 -m pytest -p no:cacheprovider -ra -q tests/test_distributed.py 2>&1 | tee "$OUT/distributed_tests.log"
+  python3 bench/bench_dask.py --backend cpu 2>&1 | tee "$OUT/bench_dask_cpu.log"
+  python3 bench/bench_dask.py --backend cuda --log2n 26 2>&1 | tee "$OUT/bench_dask_cuda.log"
 fi
