@@ -185,3 +185,24 @@ def test_magics(session: sk.Session, ipython) -> None:
     assert isinstance(flow, W.GradientFlow) and flow.flagged == ["b"]
     g = shell.run_line_magic("slang_ir", "loss --pass simplifyIR")
     assert isinstance(g, W.IRGraph) and g.columns == "compare"
+
+
+def test_irgraph_opens_on_the_asked_function_and_search_finds_functions(session) -> None:
+    """issue 17: one column (the asked-for function) by default; search() covers function names,
+    %ids and opcodes, find() its instructions."""
+    src = (SAFE_DIVIDE.replace("FACTOR", "1.0").replace("safeDivide_bwd", "safeDivide17Bwd")
+           .replace("safeDivide(", "safeDivide17(").replace("loss(", "loss17(").replace("helper", "helper17"))
+    session.run_cell(src, name="safe17")
+    g = W.IRGraph.of(session, "loss17")
+    assert g.columns == "single" and len(g.data["related"]) > 1
+    v, f = g.data["related"][0]
+    assert (g.view, g.function) == (v, f)
+    names = {(vv["id"], ff["id"]): ff["name"] for vv in g.data["views"] for ff in vv["functions"]}
+    assert names[(g.view, g.function)] == "loss17"
+    hits = g.search("safeDivide17Bwd")
+    assert g.find("safeDivide17Bwd") and set(g.find("safeDivide17Bwd")) <= set(hits)
+    assert any(i is None and names[(vv, ff)] == "safeDivide17Bwd" for vv, ff, i in hits)
+    some = next(i for b in g.data["views"][0]["functions"][0]["blocks"] for i in b["insts"])
+    assert (g.data["views"][0]["id"], g.data["views"][0]["functions"][0]["id"], some["id"]) in g.find("%" + some["id"])
+    assert g.search("") == [] and g.find("no-such-thing-xyz") == []
+    assert W.IRGraph.of(session, "loss17", columns="derivatives").columns == "derivatives"

@@ -502,3 +502,18 @@ def test_rerunning_a_playground_cell_continues_its_program() -> None:
     del vk, first, second, shown, controls
     gc.collect()
     assert gone() is None, "show_cell keeps the session alive"
+
+
+def test_set_values_from_python_moves_the_browser_controls() -> None:
+    """issue 17: the synced control specs carry the values set from Python; browser messages merge only."""
+    live = W.LiveImage(lambda v: np.zeros((2, 2, 3), np.uint8),
+                       {"gain": W.Slider(0, 1, 0.25), "tint": W.Color((1.0, 0.5, 0.0))})
+    assert live.set_values({"gain": 0.75, "tint": (0.0, 0.0, 1.0), "nope": 3}) == {"gain": 0.75, "tint": (0.0, 0.0, 1.0)}
+    specs = {c["name"]: c for c in live._controls}
+    assert specs["gain"]["value"] == 0.75 and specs["tint"]["value"] == (0.0, 0.0, 1.0)
+    assert specs["gain"]["min"] == 0 and specs["gain"]["max"] == 1          # the rest of the spec is kept
+    live.set_values({"gain": 5.0})                                         # refused: nothing changes
+    assert {c["name"]: c["value"] for c in live._controls}["gain"] == 0.75
+    before = live._controls
+    live._on_msg(live, {"type": "frame", "values": {"gain": 0.5}, "req": 1}, [])
+    assert live.values["gain"] == 0.5 and live._controls is before          # a browser value is not echoed

@@ -416,7 +416,24 @@ function render({ model, el: host }) {
     root.dataset.error = t ? "1" : "";
   }
   function onFrame() { loadFrame().then(() => { syncBar(); errBox.textContent = ""; ack(); }); }
-  function onControls() { buildControls(false); }
+  function onControls() {
+    // the same controls with new values (LiveImage.set_values from Python): move the inputs only,
+    // so a drag or the play state is not disturbed; other controls: rebuild
+    const next = model.get("_controls") || [];
+    const sig = (l) => l.map((c) => `${c.name}:${c.kind}:${c.min}:${c.max}`).join("|");
+    if (sig(next) !== sig(specs)) { buildControls(false); return; }
+    specs = next;
+    for (const spec of next) {
+      const row = ctrlBox.querySelector(`[data-name="${CSS.escape(spec.name)}"]`);
+      const inp = row && row.querySelector("input");
+      if (!inp) continue;
+      if (spec.kind === "slider") {
+        inp.value = spec.value;
+        const val = row.querySelector(".sk-img-val");
+        if (val) val.textContent = fmt(Number(spec.value));
+      } else if (spec.kind === "color") inp.value = rgbToHex(spec.value);
+    }
+  }
   function onCustom(msg) {
     if (msg && msg.type === "error") {  // the render failed: no frame, the loop stops
       errBox.textContent = msg.message;

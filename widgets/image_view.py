@@ -249,7 +249,18 @@ class LiveImage(ImageView):
         self.update(img, lossy=self._lossy, error=self.error)
 
     def set_values(self, incoming: object) -> dict[str, Any]:
-        """Validate ``incoming`` against the controls, merge what is valid, return it."""
+        """Validate ``incoming`` against the controls, merge what is valid, return it.
+
+        Called from Python, the browser's controls (sliders, colour pickers) move to the new values;
+        ``refresh()`` renders a frame with them."""
+        clean = self._merge(incoming)
+        if clean:
+            self._controls = [dict(spec, value=self.values.get(spec["name"], spec.get("value")))
+                              for spec in self._controls]
+        return clean
+
+    def _merge(self, incoming: object) -> dict[str, Any]:
+        """Validate and merge values (from the browser: its controls already show them)."""
         clean = validate_values(self.controls, incoming)
         self.values.update(clean)
         return clean
@@ -296,7 +307,7 @@ class LiveImage(ImageView):
         count = int(_bounded(content.get("count"), 1, MAX_BATCH, 1))
         interval = _bounded(content.get("interval_ms"), 0, MAX_INTERVAL_MS, 0) / 1e3
         self._lossy = self.lossy and content.get("lossy") is True
-        self.set_values(content.get("values", {}))
+        self._merge(content.get("values", {}))
         base = dict(self.values)
         for i in range(count):
             if interval:  # pace the loop (the browser shows at most one frame per display refresh)

@@ -53,6 +53,8 @@ function render({ model, el: host }) {
   const search = el("input", "sk-irg-search", bar);
   search.placeholder = "search name / %id / opcode";
   const hits = el("span", "sk-irg-hits", bar);
+  const prevBtn = el("button", "sk-irg-prev", bar, "◀");
+  const nextBtn = el("button", "sk-irg-next", bar, "▶");
   const collapseAll = el("button", "sk-irg-collapse", bar, "collapse all");
   const expandAll = el("button", "sk-irg-expand", bar, "expand all");
   const fitBtn = el("button", "sk-irg-fit", bar, "fit");
@@ -61,6 +63,7 @@ function render({ model, el: host }) {
   libBox.appendChild(document.createTextNode(" library"));
   const status = el("span", "sk-irg-status", bar);
   const notes = el("div", "sk-irg-notes", root);
+  const chips = el("div", "sk-irg-chips", root);  // the related functions, one click away
   const main = el("div", "sk-irg-main", root);
   const svg = sv("svg", { class: "sk-irg-canvas" }, main);
   const defs = sv("defs", {}, svg);
@@ -85,11 +88,17 @@ function render({ model, el: host }) {
   const viewOf = (id) => (data().views || []).find((v) => v.id === id);
   const fnOf = (v, id) => (v ? v.functions.find((f) => f.id === id) : undefined);
 
-  function applyTf() { scene.setAttribute("transform", `translate(${tf.x},${tf.y}) scale(${tf.k})`); }
+  function applyTf() {
+    scene.setAttribute("transform", `translate(${tf.x},${tf.y}) scale(${tf.k})`);
+    root.dataset.zoom = tf.k.toFixed(3);
+  }
   function fit() {
+    // Readable first: instruction text stays >= 11 px (scale >= 1; the module level, with short
+    // labels, may shrink to 0.6). What does not fit is reached by panning, from the top left.
     const W = svg.clientWidth || 800, H = svg.clientHeight || 500;
-    const k = Math.min(1.2, Math.max(0.05, Math.min((W - 20) / extent.w, (H - 20) / extent.h)));
-    tf = { x: (W - extent.w * k) / 2, y: 10, k };
+    const lo = model.get("mode") === "module" ? 0.6 : 1;
+    const k = Math.min(1.2, Math.max(lo, Math.min((W - 20) / extent.w, (H - 20) / extent.h)));
+    tf = { x: extent.w * k <= W - 20 ? (W - extent.w * k) / 2 : 10, y: 10, k };
     applyTf();
   }
 
@@ -110,7 +119,9 @@ function render({ model, el: host }) {
   svg.addEventListener("wheel", (e) => {
     e.preventDefault();
     const r = svg.getBoundingClientRect(), mx = e.clientX - r.left, my = e.clientY - r.top;
-    const k = Math.min(4, Math.max(0.03, tf.k * Math.exp(-e.deltaY * 0.0015)));
+    // one wheel notch (deltaY ~100 px, or 3 lines) zooms by at most x1.1; trackpads scroll smoothly
+    const dy = e.deltaMode === 1 ? e.deltaY * 33 : e.deltaMode === 2 ? e.deltaY * 400 : e.deltaY;
+    const k = Math.min(4, Math.max(0.2, tf.k * Math.pow(1.1, -Math.max(-1, Math.min(1, dy / 100)))));
     tf.x = mx - ((mx - tf.x) * k) / tf.k; tf.y = my - ((my - tf.y) * k) / tf.k; tf.k = k;
     applyTf();
   }, { passive: false });
@@ -133,6 +144,31 @@ function render({ model, el: host }) {
       el("span", "", row, line || " ");
     });
     srcTitle.textContent = d.cell ? `source: ${d.cell}` : "";
+    fillChips();
+  }
+  function fillChips() {
+    chips.innerHTML = "";
+    const rel = data().related || [];
+    if (rel.length < 2) { chips.style.display = "none"; return; }
+    chips.style.display = "";
+    el("span", "sk-irg-chiplabel", chips, "functions:");
+    for (const [vid, fid] of rel) {
+      const f = fnOf(viewOf(vid), fid);
+      if (!f) continue;
+      const b = el("button", "sk-irg-chip", chips, f.name);
+      b.style.borderColor = roleColor(f);
+      b.title = `${f.role || "primal"} · ${f.n_insts} instructions`;
+      b.dataset.view = vid; b.dataset.fn = fid;
+      b.classList.toggle("sk-on", vid === model.get("view") && fid === model.get("function") && model.get("columns") === "single");
+      b.onclick = () => goTo(vid, fid);
+    }
+  }
+  function goTo(vid, fid) {  // show one function on its own
+    const f = fnOf(viewOf(vid), fid);
+    if (f && !f.user && !libCheck.checked) { libCheck.checked = true; }
+    model.set("view", vid); model.set("function", fid); model.set("columns", "single");
+    if (model.get("mode") === "module") model.set("mode", "blocks");
+    model.save_changes();
   }
   function fillFunctions() {
     const v = viewOf(model.get("view"));
@@ -374,7 +410,9 @@ function render({ model, el: host }) {
     model.set("layout_ms", { layout: +layoutMs.toFixed(2), total: +total.toFixed(2), nodes, insts, mode });
     model.save_changes();
     if (!fitted) { fit(); fitted = true; }
+    fillChips();
     applySearch(false);
+    if (pendingHit && shown(pendingHit)) { const h = pendingHit; pendingHit = null; focusHit(h); applySearch(false); }
     applySelection(false);
   }
 
@@ -394,24 +432,60 @@ function render({ model, el: host }) {
   // -- search -----------------------------------------------------------------------------------
   function centerOn(m) {
     const W = svg.clientWidth || 800, H = svg.clientHeight || 500;
-    tf.k = Math.max(tf.k, 0.8);
+    tf.k = Math.max(tf.k, 1);
     tf.x = W / 2 - m.x * tf.k; tf.y = H / 2 - m.y * tf.k; applyTf();
   }
-  function applySearch(jump) {
+  // The search runs over the graph data of every view and function (IRGraph.search in Python: the
+  // same rule), not only over what is drawn; a hit in another function switches to it.
+  function instHit(i, q) {
+    const id = String(i.id).toLowerCase();
+    return (i.name || "").toLowerCase().includes(q) || q === id || q === "%" + id
+      || (i.callee || "").toLowerCase().includes(q) || i.op.toLowerCase().includes(q);
+  }
+  function dataHits(q) {
+    const out = [];
+    if (!q) return out;
+    for (const v of data().views || []) for (const f of v.functions) {
+      if (f.name.toLowerCase().includes(q)) out.push({ view: v.id, fn: f.id, inst: null });
+      for (const b of f.blocks) for (const i of b.insts) if (instHit(i, q)) out.push({ view: v.id, fn: f.id, inst: i.id });
+    }
+    return out;
+  }
+  let allHits = [], hitIdx = -1, pendingHit = null;
+  function shown(h) { return columns().some(([vid, fid]) => vid === h.view && (fid === h.fn || fid === null)); }
+  function applySearch(jump, step = 1) {
     const q = search.value.trim().toLowerCase();
     for (const m of matchables) m.el.classList.remove("sk-irg-match", "sk-irg-current");
     matches = q ? matchables.filter((m) => m.text.includes(q)) : [];
     for (const m of matches) m.el.classList.add("sk-irg-match");
-    if (jump && matches.length) {
-      matchIdx = (matchIdx + 1) % matches.length;
-      matches[matchIdx].el.classList.add("sk-irg-current");
-      centerOn(matches[matchIdx]);
+    const all = dataHits(q);  // hits in what is shown first, then the rest in data order
+    allHits = [...all.filter(shown), ...all.filter((h) => !shown(h))];
+    if (jump && allHits.length) {
+      hitIdx = (hitIdx + step + allHits.length) % allHits.length;
+      const h = allHits[hitIdx];
+      if (!shown(h)) { pendingHit = h; goTo(h.view, h.fn); return; }  // draw() comes back here
+      focusHit(h);
     }
-    hits.textContent = q ? `${matches.length} hit${matches.length === 1 ? "" : "s"}` : "";
-    root.dataset.hits = String(matches.length);
+    hits.textContent = q ? `${allHits.length} hit${allHits.length === 1 ? "" : "s"}` +
+      (hitIdx >= 0 && allHits.length ? ` (${hitIdx + 1}/${allHits.length})` : "") : "";
+    root.dataset.hits = String(allHits.length);
+    root.dataset.hitsShown = String(matches.length);
   }
-  search.addEventListener("input", () => { matchIdx = -1; applySearch(false); });
-  search.addEventListener("keydown", (e) => { if (e.key === "Enter") { e.preventDefault(); applySearch(true); } });
+  function focusHit(h) {
+    const f = fnOf(viewOf(h.view), h.fn);
+    let m = null;
+    if (h.inst !== null) {
+      const els = instEls.get(`${h.view}|${h.fn}|${h.inst}`) || [];
+      m = matchables.find((x) => els.includes(x.el));
+      if (f) select(h.view, h.fn, h.inst, false);
+    } else if (f) showFunction(h.view, f);
+    if (m) { m.el.classList.add("sk-irg-current"); centerOn(m); }
+    root.dataset.current = `${h.view}|${h.fn}|${h.inst || ""}`;
+  }
+  search.addEventListener("input", () => { hitIdx = -1; applySearch(false); });
+  search.addEventListener("keydown", (e) => { if (e.key === "Enter") { e.preventDefault(); applySearch(true, e.shiftKey ? -1 : 1); } });
+  nextBtn.onclick = () => applySearch(true, 1);
+  prevBtn.onclick = () => applySearch(true, -1);
 
   // -- selection and source ---------------------------------------------------------------------
   function showFunction(vid, f) {

@@ -54,8 +54,8 @@ class IRGraph(HtmlFallback, anywidget.AnyWidget):
             view = v0["id"]
             fns = [f for f in v0["functions"] if f["name"] == data.get("name")] or v0["functions"]
             fn = fns[0]["id"] if fns else ""
-        if columns is None:
-            columns = "derivatives" if len(related) > 1 else "single"
+        if columns is None:  # opens on the asked-for function, readable; the related ones are a click away
+            columns = "single"
         super().__init__(data=data, view=view, function=fn, mode=mode, columns=columns, height=height, **kwargs)
 
     @classmethod
@@ -71,16 +71,26 @@ class IRGraph(HtmlFallback, anywidget.AnyWidget):
     # -- Python-side helpers -------------------------------------------------------------------------
 
     def find(self, text: str) -> list[tuple[str, str, str]]:
-        """(view, function, instruction id) of instructions whose name, id or opcode contains `text`."""
-        text = text.lower()
-        out = []
+        """(view, function, instruction id) of instructions whose name, callee or opcode contains
+        `text`, or whose id is `text` (``5`` or ``%5``)."""
+        return [(v, f, i) for v, f, i in self.search(text) if i is not None]
+
+    def search(self, text: str) -> list[tuple[str, str, str | None]]:
+        """What the browser's search box finds, in its order: per view and function, the function
+        itself when its name contains `text` (instruction None), then its instructions as `find`."""
+        text = text.strip().lower()
+        out: list[tuple[str, str, str | None]] = []
+        if not text:
+            return out
         for v in self.data.get("views", []):
             for f in v["functions"]:
+                if text in f["name"].lower():
+                    out.append((v["id"], f["id"], None))
                 for b in f["blocks"]:
                     for i in b["insts"]:
-                        if text in (i.get("name") or "").lower() or text == str(i["id"]).lower() \
-                                or text in (i.get("callee") or "").lower() \
-                                or text in i["op"].lower():
+                        ident = str(i["id"]).lower()
+                        if text in (i.get("name") or "").lower() or text in (ident, "%" + ident) \
+                                or text in (i.get("callee") or "").lower() or text in i["op"].lower():
                             out.append((v["id"], f["id"], i["id"]))
         return out
 

@@ -37,6 +37,8 @@ CELLS = [
     "g = W.IRGraph.of(s, 'big', columns='single', height=520); g",
     "flow = W.GradientFlow.check(s.function('loss'), np.float32(1.5), np.float32(2.0), np.float32(3.0))\n"
     "for k in range(12):\n    flow.record(k, {'w': np.random.default_rng(k).normal(size=(32, 16)) / (k + 1)})\nflow",
+    "g2 = W.IRGraph.of(s, 'loss', height=420)\n"
+    "print('python hits', len(g2.search('safeDivide_bwd')), len(g2.find('safeDivide_bwd')))\ng2",
 ]
 
 
@@ -64,6 +66,61 @@ def test_ir_graph_and_gradient_flow(lab: str, lab_tools) -> None:
                              " nodes: +e.dataset.nodes, insts: +e.dataset.insts})")
             numbers[tag] = d
             return d
+
+        # ---- opens readable (issue 17): the asked-for function alone, its instruction text >= 11 px
+        # in a 1000-px-wide notebook, the related functions one click away, bounded wheel zoom
+        g2 = page.locator(".sk-irg").nth(1)
+        g2.scroll_into_view_if_needed()
+        h2 = g2.element_handle()
+        page.wait_for_function("(e) => Number(e.dataset.nodes) > 0", arg=h2, timeout=30_000)
+        page.set_viewport_size({"width": 1000, "height": 1000})
+        g2.locator(".sk-irg-fit").click()
+        page.wait_for_timeout(200)
+        assert g2.get_attribute("data-columns") == "1"
+        titles = g2.locator(".sk-irg-coltitle").evaluate_all("(els) => els.map((e) => e.textContent)")
+        assert len(titles) == 1 and titles[0].startswith("loss"), titles
+        px = g2.evaluate("(e) => { const t = e.querySelector('.sk-irg-row text');"
+                         " return t.getScreenCTM().a * parseFloat(getComputedStyle(t).fontSize); }")
+        numbers["irgraph_text_px_at_fit_1000"] = round(px, 2)
+        assert px >= 11, px
+        # the graph gets most of the width, the side panel (source) the rest
+        assert g2.locator(".sk-irg-canvas").bounding_box()["width"] >= 0.55 * g2.bounding_box()["width"]
+        chips = g2.locator(".sk-irg-chip").evaluate_all("(els) => els.map((e) => e.textContent)")
+        assert "loss" in chips and any(c.startswith("s_bwdProp_loss") for c in chips), chips
+        g2.screenshot(path=str(ARTIFACTS / "ir_graph_opened_1000px.png"))
+        z0 = float(g2.get_attribute("data-zoom"))
+        g2.locator(".sk-irg-canvas").hover()
+        page.mouse.wheel(0, -100)
+        page.wait_for_timeout(100)
+        z1 = float(g2.get_attribute("data-zoom"))
+        assert 1.0 < z1 / z0 <= 1.1001, (z0, z1)
+        for _ in range(60):
+            page.mouse.wheel(0, -400)
+        page.wait_for_timeout(200)
+        assert float(g2.get_attribute("data-zoom")) <= 4.0
+        for _ in range(80):
+            page.mouse.wheel(0, 400)
+        page.wait_for_timeout(200)
+        assert float(g2.get_attribute("data-zoom")) >= 0.2
+        # one click on a chip shows that function alone
+        g2.locator(".sk-irg-chip", has_text="s_bwdProp_loss").first.click()
+        page.wait_for_function("(e) => [...e.querySelectorAll('.sk-irg-coltitle')].map((t) => t.textContent)"
+                               ".join() .startsWith('s_bwdProp_loss')", arg=h2)
+        # search finds what Python's search()/find() find, in functions not shown; Enter switches to it
+        out = page.locator(".jp-OutputArea-output", has_text="python hits").inner_text().split()
+        py_hits, py_find = int(out[2]), int(out[3])
+        assert py_find >= 1 and py_hits >= py_find
+        g2.locator(".sk-irg-search").fill("safeDivide_bwd")
+        page.wait_for_function(f"(e) => Number(e.dataset.hits) === {py_hits}", arg=h2)
+        assert g2.locator(".sk-irg-hits").inner_text().startswith(f"{py_hits} hit")
+        g2.locator(".sk-irg-search").press("Enter")
+        page.wait_for_function("(e) => (e.dataset.current || '').length > 0", arg=h2)
+        cur = g2.get_attribute("data-current").split("|")
+        shown = g2.evaluate("(e) => [...e.querySelectorAll('.sk-irg-col')].map((c) => c.dataset.view + '|' + c.dataset.fn)")
+        assert f"{cur[0]}|{cur[1]}" in shown, (cur, shown)
+        if cur[2]:
+            assert g2.locator(".sk-irg-current").count() == 1
+        page.set_viewport_size({"width": 1500, "height": 1100})
 
         # blocks level of the 200+ instruction function
         d = measure("big_blocks")

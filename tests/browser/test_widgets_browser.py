@@ -189,3 +189,42 @@ def test_widgets_in_jupyterlab(lab: str, lab_tools) -> None:
         bv.screenshot(path=str(ARTIFACTS / "widgets_bufferview.png"))
     print("WIDGET NUMBERS", json.dumps(numbers))
     (ARTIFACTS / "widgets_numbers.json").write_text(json.dumps(numbers, indent=1))
+
+
+FOLLOW_CELLS = [
+    LOADER,
+    "tinted = np.zeros((64, 64, 4), np.uint8); tinted[..., 3] = 255\n"
+    "def paint(v):\n"
+    "    tinted[..., :3] = (np.asarray(v['tint']) * 255 * v['gain']).astype(np.uint8)\n"
+    "    return tinted\n"
+    "follow = W.LiveImage(paint, {'gain': W.Slider(0, 1, 0.25), 'tint': W.Color((1.0, 0.5, 0.0))}, size=(64, 64))\n"
+    "follow",
+    "follow.set_values({'gain': 0.75, 'tint': (0.0, 0.0, 1.0)}); follow.refresh()",
+]
+
+
+@pytest.fixture(scope="module")
+def follow_lab(tmp_path_factory: pytest.TempPathFactory, lab_tools):
+    with lab_tools.jupyterlab(tmp_path_factory.mktemp("followroot"), FOLLOW_CELLS, "follow.ipynb") as url:
+        yield url
+
+
+def test_live_controls_follow_set_values(follow_lab: str, lab_tools) -> None:
+    """`set_values` from Python moves the browser's slider and colour picker (issue 17)."""
+    wait_js = lab_tools.wait_js
+    with lab_tools.chromium_page("widgets_follow_failure.png") as page:
+        page.goto(follow_lab)
+        lab_tools.run_all_cells(page, 2, timeout=60_000)
+        view = page.locator(".sk-img:has(.sk-ctl-slider)")
+        view.wait_for(timeout=60_000)
+        wait_js(page, "(e) => Number(e.dataset.frames) > 0", view)
+        slider, color = view.locator(".sk-ctl-slider input"), view.locator(".sk-ctl-color input")
+        assert float(slider.input_value()) == 0.25 and color.input_value() == "#ff8000"
+        lab_tools.run_cell(page, page.locator(".jp-Notebook .jp-Cell").nth(2))
+        wait_js(page, "(e) => e.querySelector('.sk-ctl-slider input').value === '0.75'"
+                      " && e.querySelector('.sk-ctl-color input').value === '#0000ff'", view, timeout=20_000)
+        assert view.locator(".sk-ctl-slider .sk-img-val").inner_text().startswith("0.75")
+        # and the browser's own input still drives the view afterwards
+        frames = int(view.get_attribute("data-frames"))
+        slider.evaluate("(e) => { e.value = 0.5; e.dispatchEvent(new Event('input')); }")
+        wait_js(page, f"(e) => Number(e.dataset.frames) > {frames}", view)
