@@ -320,10 +320,10 @@ class Session:
                                    d.end_line, d.end_column)
             elif d.code == "E30600" and "'" in d.message:
                 ident = d.message.split("'")[1]
-                owner = next((c for c in reversed(earlier) if ident in c.names), None)
-                if owner is not None and _MODULE_DECL.search(owner.source):
+                home = next((c for c in reversed(earlier) if ident in c.names), None)
+                if home is not None and _MODULE_DECL.search(home.source):
                     d = Diagnostic(d.severity, d.code, d.cell, d.line, d.column,
-                                   f"{d.message} ({owner.shown} declares a `module`, whose names are internal "
+                                   f"{d.message} ({home.shown} declares a `module`, whose names are internal "
                                    f"unless marked `public`: write `public` before {ident})", d.end_line, d.end_column)
             out.append(d)
         return out
