@@ -318,3 +318,23 @@ def test_function_out_and_inout_parameters(session: sk.Session) -> None:
     a, b = session.function("split_out")(x)
     np.testing.assert_array_equal(a, x + 1)
     np.testing.assert_array_equal(b, -x)
+
+
+def test_arrays_of_vectors_and_matrices_take_natural_shapes(session: sk.Session) -> None:
+    session.run_cell("""
+struct Sv { float2 c[2]; float3x3 m[2]; float k; };
+[shader("compute")][numthreads(1, 1, 1)]
+void arrvm(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o, uniform float2 u[2],
+           uniform float3x3 um[2], uniform Sv s)
+{
+    o[0] = u[0].x; o[1] = u[0].y; o[2] = u[1].x; o[3] = u[1].y;
+    o[4] = um[1][1][2]; o[5] = um[0][2][0]; o[6] = s.c[1].y; o[7] = s.m[1][0][2]; o[8] = s.k;
+}""", name="t_arrvm")
+    o = np.zeros(9, np.float32)
+    um = np.arange(18, dtype=np.float32).reshape(2, 3, 3)
+    session.kernel("arrvm")(threads=1, o=o, u=np.array([[1, 2], [3, 4]], np.float32), um=um,
+                            s={"c": np.array([[5, 6], [7, 8]], np.float32), "m": um + 100, "k": 9.0})
+    np.testing.assert_array_equal(o, [1, 2, 3, 4, 14, 6, 8, 111, 9])
+    with pytest.raises(TypeError, match=r"`u`.*float2\[2\].*(shape \(3, 2\)|got 3)"):
+        session.kernel("arrvm")(threads=1, o=o, u=np.zeros((3, 2), np.float32), um=um,
+                                s={"c": np.zeros((2, 2)), "m": um, "k": 0.0})

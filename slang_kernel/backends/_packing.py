@@ -192,6 +192,9 @@ class Packer:
                     arr[n] = flat[i]
                 return arr.tobytes()
             base, shape = (dt.subdtype if dt.subdtype is not None else (dt, ()))
+            while base.subdtype is not None:  # float2 c[2]: a (2, 2) array, float3x3 m[4]: (4, 3, 3)
+                base, inner = base.subdtype
+                shape = (*shape, *inner)
             src = np.asarray(value)
             if src.dtype.kind == "c" or (base.kind in "iub" and src.dtype.kind == "f"):
                 raise ParameterError("")
