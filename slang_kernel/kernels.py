@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, Protocol, Sequence
 
+import numpy as np
+
 from .backends import Backend
 from .compiled import CompiledKernel
 from .compiler.reflection import EntryPointInfo, ParamInfo
@@ -97,6 +99,25 @@ class ComputeKernel:
         """Entry-point uniforms and globals, with types and layouts of the session's backend target."""
         ck = self.compiled()
         return (*ck.entry_point.uniforms, *ck.reflection.globals)
+
+    def dtype(self, param: str) -> "np.dtype[Any]":
+        """The numpy dtype of parameter `param` as the session's backend target lays it out: of one
+        element for a buffer (`StructuredBuffer<P>` -> P's structured dtype, with the target's field
+        offsets and padding, vector fields as subarrays), else of the value itself (a struct, an
+        array, a vector). Fill a struct buffer with `np.zeros(n, k.dtype("ps"))`."""
+        from .backends._packing import element_dtype, numpy_dtype
+
+        p = next((q for q in self.params if q.name == param), None)
+        if p is None:
+            raise ParameterError(f"{self.name}(): no parameter `{param}`; its parameters: "
+                                 + ", ".join(_param_text(q) for q in self.params))
+        t = p.type
+        if t.kind in ("resource", "constant_buffer", "parameter_block") and t.element is not None:
+            if t.kind == "resource":
+                base, shape = element_dtype(t.element)
+                return np.dtype((base, shape)) if shape else base
+            t = t.element
+        return numpy_dtype(t)
 
     @property
     def numthreads(self) -> tuple[int, int, int]:

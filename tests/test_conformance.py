@@ -70,10 +70,8 @@ void integrate(uint3 tid: SV_DispatchThreadID, uniform RWStructuredBuffer<Partic
     ps[tid.x] = p;
 }""", name="t_struct")
     k = session.kernel("integrate")
-    buf = next(p for p in k.params if p.name == "ps")
-    from slang_kernel.backends._packing import element_dtype
-
-    dt, _ = element_dtype(buf.type.element)
+    dt = k.dtype("ps")
+    assert dt.names == ("pos", "mass", "vel") and dt["pos"].shape == (3,)
     ps = np.zeros(24, dt)
     ps["pos"], ps["mass"], ps["vel"] = f32(24, 3), rng.uniform(1, 2, 24), f32(24, 3)
     pos, mass, vel = ps["pos"].copy(), ps["mass"].copy(), ps["vel"].copy()

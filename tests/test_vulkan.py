@@ -103,10 +103,7 @@ def test_struct_uniform_and_struct_buffer(session, cpu):
     for name, s in (("vk", session), ("cpu", cpu)):
         k = s.kernel("advance")
         # the element layout of this backend, from reflection
-        el = next(p for p in k.params if p.name == "ps").type.element
-        from slang_kernel.backends._packing import element_dtype
-
-        dt, _ = element_dtype(el)
+        dt = k.dtype("ps")
         ps = np.zeros(40, dt)
         ps["pos"] = np.arange(120, dtype=np.float32).reshape(40, 3)
         ps["mass"] = np.linspace(1, 2, 40)
