@@ -527,7 +527,7 @@ class PlaygroundProgram:
         if kind == "COLOR_PICK":
             return np.array([float(a) for a in (list(args) + [0, 0, 0])[:3]], np.float32)
         if kind == "MOUSE_POSITION":
-            return np.zeros(4, np.float32)
+            return np.zeros(4, _vector_scalar(t))
         return 0 if (t.scalar or "").startswith(("int", "uint")) else 0.0
 
     def _resource(self, backend: Backend, name: str, t: TypeInfo, kind: str, args: tuple[Any, ...],
@@ -641,7 +641,9 @@ class PlaygroundProgram:
                 raise KeyError(f"no live input {k!r}; inputs: {', '.join(self.inputs) or 'none'}")
             inp = self.inputs[k]
             if inp.kind in ("COLOR_PICK", "MOUSE_POSITION"):
-                v = np.asarray(v, np.float32).reshape(-1)
+                dt = _vector_scalar(inp.type)
+                v = np.asarray(v, np.float64).reshape(-1)
+                v = (np.rint(v) if dt.kind in "iu" else v).astype(dt)  # int4 mousePosition: whole pixels
             elif (inp.type.scalar or "").startswith(("int", "uint")):
                 v = int(v)
             else:
@@ -730,3 +732,8 @@ def program_for(session: "Session", cell: str) -> PlaygroundProgram | None:
         return None
     prog = PlaygroundProgram(session, cell)
     return prog if prog.runnable else None
+
+
+def _vector_scalar(t: TypeInfo) -> np.dtype:
+    """The numpy scalar of a vector uniform (int4 mousePosition -> int32); float32 when unknown."""
+    return np.dtype({"int32": np.int32, "uint32": np.uint32, "float16": np.float16}.get(t.scalar or "", np.float32))

@@ -360,3 +360,18 @@ def test_backend_switch_makes_resources_on_the_new_backend(cache_dir: str) -> No
         assert p.backend is s.backend and p.backend is not old_backend and p.resources["out"] is not old_out
         s.set_backend("cpu")
         assert p.frame().read("out").tolist() == [0, 5, 10, 15] and p.error is None
+
+
+def test_int4_mouse_position_cpu() -> None:
+    with sk.Session(backend="cpu") as s:
+        s.run_cell("""
+import playground;
+[playground::MOUSE_POSITION] uniform int4 mousePosition;
+[playground::ZEROS(4)] RWStructuredBuffer<int> mouseOut;
+[shader("compute")][numthreads(1, 1, 1)][playground::CALL(1, 1, 1)]
+void copyMouse(uint3 t: SV_DispatchThreadID) { for (int i = 0; i < 4; i++) mouseOut[i] = mousePosition[i]; }
+""", name="int_mouse")
+        p = PlaygroundProgram(s, "int_mouse")
+        assert p.frame().read("mouseOut").tolist() == [0, 0, 0, 0]
+        p.frame(mousePosition=(12.4, 7.6, -3.0, 0))
+        assert p.read("mouseOut").tolist() == [12, 8, -3, 0]
