@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ALIGN", "Segment", "map_fd", "segment_of", "unmap"]
+__all__ = ["ALIGN", "Segment", "empty", "map_fd", "segment_of", "shared", "unmap"]
 
 ALIGN = 64
 PROT_READ, PROT_WRITE, MAP_SHARED = 1, 2, 1
@@ -102,3 +102,20 @@ def segment_of(arr: np.ndarray) -> Segment | None:
             return base.segment
         base = getattr(base, "base", None)
     return None
+
+
+def empty(shape: Any, dtype: Any = np.float32) -> np.ndarray:
+    """An array in a segment of its own: a worker maps it and uses it in place (a fresh memfd reads
+    as zeros, so this is also `zeros`)."""
+    dt = np.dtype(dtype)
+    dims = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    n = int(np.prod(dims, dtype=np.int64)) * dt.itemsize
+    return Segment(max(n, 1)).array(shape, dt)
+
+
+def shared(a: Any, dtype: Any = None) -> np.ndarray:
+    """A shared-memory copy of `a`."""
+    src = np.asarray(a, dtype=dtype)
+    out = empty(src.shape, src.dtype)
+    out[...] = src
+    return out

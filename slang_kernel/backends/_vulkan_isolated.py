@@ -295,19 +295,13 @@ class IsolatedVulkanBackend:
 
     def empty(self, shape: Any, dtype: Any = np.float32) -> np.ndarray:
         """An array in shared memory: dispatches hand it to the worker without a copy."""
-        dt = np.dtype(dtype)
-        dims: tuple[int, ...] = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
-        n = int(np.prod(dims, dtype=np.int64)) * dt.itemsize
-        return _shm.Segment(max(n, 1)).array(shape, dt)
+        return _shm.empty(shape, dtype)
 
     def zeros(self, shape: Any, dtype: Any = np.float32) -> np.ndarray:
         return self.empty(shape, dtype)  # a fresh memfd reads as zeros
 
     def shared(self, a: Any, dtype: Any = None) -> np.ndarray:
-        src = np.asarray(a, dtype=dtype)
-        out = self.empty(src.shape, src.dtype)
-        out[...] = src
-        return out
+        return _shm.shared(a, dtype)
 
     # -- dispatch -----------------------------------------------------------------------------------
 

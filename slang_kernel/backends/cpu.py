@@ -113,19 +113,14 @@ class CpuBackend:
 
     def empty(self, shape: Any, dtype: Any = np.float32) -> np.ndarray:
         """An array in shared memory: kernels read and write it in place (no copy to the worker)."""
-        dt = np.dtype(dtype)
-        n = int(np.prod((int(shape),) if isinstance(shape, (int, np.integer)) else shape, dtype=np.int64)) * dt.itemsize
-        return _shm.Segment(max(n, 1)).array(shape, dt)
+        return _shm.empty(shape, dtype)
 
     def zeros(self, shape: Any, dtype: Any = np.float32) -> np.ndarray:
         return self.empty(shape, dtype)  # a fresh memfd reads as zeros
 
     def shared(self, a: Any, dtype: Any = None) -> np.ndarray:
         """A shared-memory copy of `a` (use it for buffers you pass to many dispatches)."""
-        src = np.asarray(a, dtype=dtype)
-        out = self.empty(src.shape, src.dtype)
-        out[...] = src
-        return out
+        return _shm.shared(a, dtype)
 
     # -- build ------------------------------------------------------------------------------------
 
