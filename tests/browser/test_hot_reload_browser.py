@@ -55,11 +55,6 @@ def _wait_color(page, canvas, color: str, share: float, shares_js: str, timeout:
     return float(page.wait_for_function(js, arg=canvas.element_handle(), timeout=timeout).json_value())
 
 
-def _dismiss_toasts(page) -> None:
-    for b in page.locator(".jp-toast-button:has-text('No')").all():
-        b.click()
-
-
 # ------------------------------------------------------------------ 1. notebooks/04_images.ipynb
 
 
@@ -108,7 +103,7 @@ def test_04_images_run_all_then_views_play_and_edits_show(images_lab: str, lab_t
 
         # (b) edit the playground cell's colour and re-run it: the new colour within a second
         canvas = pg.locator("canvas")
-        _dismiss_toasts(page)
+        lab_tools.dismiss_toasts(page)
         pg.scroll_into_view_if_needed()
         pg.screenshot(path=str(ARTIFACTS / "hot_reload_04_before_edit.png"))
         before = canvas.evaluate(COLOR_SHARES)
@@ -128,7 +123,7 @@ def test_04_images_run_all_then_views_play_and_edits_show(images_lab: str, lab_t
         _assert_plays(page, pg)
         assert _time_ms(pg) > 0.5 * t_before, "the program's clock started again"  # the same program goes on
         assert outputs.filter(has_text="Traceback").count() == 0
-        _dismiss_toasts(page)
+        lab_tools.dismiss_toasts(page)
         pg_cell.scroll_into_view_if_needed()
         pg.screenshot(path=str(ARTIFACTS / "hot_reload_04_after_edit.png"))
     (ARTIFACTS / "hot_reload_04_numbers.json").write_text(json.dumps(numbers, indent=1))
@@ -203,7 +198,7 @@ def test_running_view_follows_edits_unrelated_cells_and_errors(edit_lab: str, la
         assert t_seen - t_done < 1000, numbers
         assert node.evaluate("(e) => e.isConnected"), "the view was re-created, not hot-reloaded"
         _assert_plays(page, view)
-        _dismiss_toasts(page)
+        lab_tools.dismiss_toasts(page)
         view_cell.scroll_into_view_if_needed()
         page.wait_for_timeout(300)
         view.screenshot(path=str(ARTIFACTS / "hot_reload_b_edit.png"))

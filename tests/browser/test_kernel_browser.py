@@ -25,12 +25,10 @@ COLOR_OF = """([cell, word]) => {
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory, lab_tools):
-    from slang_kernel.kernel.install import temporary_kernelspec
-
-    with temporary_kernelspec():  # kernelspec + labextension in a temp prefix on JUPYTER_PATH
-        with lab_tools.jupyterlab(tmp_path_factory.mktemp("kernellab"), [CELL], "slang.ipynb",
-                                  kernelspec={"name": "slang", "display_name": "Slang", "language": "slang"}) as url:
-            yield url
+    # the shared server has this checkout's kernelspec and labextension first on JUPYTER_PATH
+    with lab_tools.jupyterlab(tmp_path_factory.mktemp("kernellab"), [CELL], "slang.ipynb",
+                              kernelspec=lab_tools.SLANG_KERNELSPEC) as url:
+        yield url
 
 
 def test_slang_cells_are_highlighted_as_slang(lab: str, lab_tools) -> None:

@@ -7,35 +7,22 @@
   notebook `%%slang` compiles and binds a kernel, and every widget (ImageView, BufferView, a live
   image with a slider, IRGraph, GradientFlow) renders and answers.
 
-The servers run from this environment with the kernelspec and the labextension of this checkout
-first on JUPYTER_PATH (temporary_kernelspec), so a stale copy elsewhere cannot stand in for them.
+The servers (conftest's shared `jupyter lab` and `jupyter notebook`) run from this environment with
+the kernelspec and the labextension of this checkout first on JUPYTER_PATH, so a stale copy elsewhere
+cannot stand in for them.
 Screenshots go to artifacts/ (slang_magic_highlighting_lab.png is the %%slang cell in JupyterLab).
 """
 
 from __future__ import annotations
 
-import json
-import os
-import pathlib
-import secrets
-import shutil
-import signal
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack
 
 import pytest
-
-from slang_kernel._server import SERVER_ARG
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
 SLANG_KERNELSPEC = {"name": "slang", "display_name": "Slang", "language": "slang"}
-PYTHON_KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
 
 # What issue 18 saw highlighted as Python: the apostrophe turned the rest of the cell into a string,
 # `and`/`in`/`not` were keywords inside the comment, `uint` and `void` were plain.
@@ -92,62 +79,6 @@ LINE_COLORS = """(cell) => [...cell.querySelectorAll('.cm-line')].map((line) => 
 KERNEL_IDLE = ".jp-Notebook-ExecutionIndicator[data-status=idle]"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _notebook(cells: list[str], kernelspec: dict[str, str]) -> dict:
-    return {"cells": [{"cell_type": "code", "execution_count": None, "id": f"c{i}", "metadata": {},
-                       "outputs": [], "source": src} for i, src in enumerate(cells)],
-            "metadata": {"kernelspec": kernelspec}, "nbformat": 4, "nbformat_minor": 5}
-
-
-@contextmanager
-def jupyter(app: str, root: pathlib.Path, notebooks: dict[str, dict]) -> Iterator[str]:
-    """`jupyter lab` or `jupyter notebook` (Notebook 7) on `root` holding `notebooks` (name -> nbformat
-    dict); yields the base URL with a `{}` where a notebook's name goes; stops it by process group."""
-    if not pathlib.Path("/usr/bin/chromium").exists():
-        pytest.skip("/usr/bin/chromium not installed (apt-get install -y chromium)")
-    pytest.importorskip("playwright.sync_api")
-    if app == "notebook":
-        pytest.importorskip("notebook", minversion="7", reason="Notebook 7 is a test dependency (pip install notebook)")
-    for name, nb in notebooks.items():
-        (root / name).write_text(json.dumps(nb))
-    settings = root / ".settings" / "@jupyterlab" / "apputils-extension"
-    settings.mkdir(parents=True, exist_ok=True)
-    (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false", "checkForUpdates": false}')
-    port, token = _free_port(), secrets.token_hex(16)
-    env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(root / ".settings"),
-               JUPYTERLAB_WORKSPACES_DIR=str(root / ".workspaces"))
-    jupyter_bin = shutil.which("jupyter", path=str(pathlib.Path(sys.executable).parent)) or "jupyter"
-    log_path = root / f"{app}.log"
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(
-            [jupyter_bin, app, "--no-browser", f"--port={port}", f"--ServerApp.token={token}",
-             "--ServerApp.ip=127.0.0.1", "--allow-root", f"--ServerApp.root_dir={root}", SERVER_ARG],
-            cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            deadline = time.time() + 60
-            while True:
-                try:
-                    urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={token}", timeout=2)
-                    break
-                except OSError:
-                    if proc.poll() is not None or time.time() > deadline:
-                        raise RuntimeError(f"jupyter {app} did not start:\n" + log_path.read_text()[-3000:])
-                    time.sleep(0.3)
-            path = "lab/tree" if app == "lab" else "notebooks"
-            yield f"http://127.0.0.1:{port}/{path}/{{}}?token={token}"
-        finally:
-            try:
-                os.killpg(proc.pid, signal.SIGTERM)  # the session started above: server + its kernels
-                proc.wait(timeout=10)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                os.killpg(proc.pid, signal.SIGKILL)
-
-
 def run_cells(page, n: int, timeout: int = 90_000) -> None:
     """Run the notebook's first `n` cells one by one (Shift+Enter), waiting for each. Notebook 7 has
     no status bar saying when the kernel is connected, and a Shift+Enter before that runs nothing:
@@ -177,19 +108,12 @@ def run_cells(page, n: int, timeout: int = 90_000) -> None:
             arg=cells.nth(i).element_handle(), timeout=timeout)
 
 
-def _no_toasts(page) -> None:
-    for b in page.locator(".jp-toast-button:has-text('No')").all():
-        b.click()
-
-
 @pytest.fixture(params=["lab", "notebook"])
-def highlighting_server(request, tmp_path_factory: pytest.TempPathFactory):
-    from slang_kernel.kernel.install import temporary_kernelspec
-
-    nb = _notebook(["%load_ext slang_kernel", MAGIC_CELL, PYTHON_CELL], PYTHON_KERNELSPEC)
+def highlighting_server(request, tmp_path_factory: pytest.TempPathFactory, lab_tools):
+    cells = ["%load_ext slang_kernel", MAGIC_CELL, PYTHON_CELL]
     root = tmp_path_factory.mktemp(f"hl-{request.param}")
-    with temporary_kernelspec(), jupyter(request.param, root, {"magic.ipynb": nb}) as url:
-        yield request.param, url.format("magic.ipynb")
+    with lab_tools.jupyterlab(root, cells, "magic.ipynb", app=request.param) as url:
+        yield request.param, url
 
 
 def test_slang_magic_cells_are_highlighted_as_slang(highlighting_server, lab_tools) -> None:
@@ -206,7 +130,7 @@ def test_slang_magic_cells_are_highlighted_as_slang(highlighting_server, lab_too
                  for w in ("void", "uint3", "RWStructuredBuffer", "float", "uniform", 'shader("compute")', "2")}
         py = {w: page.evaluate(COLOR_OF, [python, w]) for w in ("def", "return", "'text'", "# a Python comment")}
         plain = page.evaluate("(c) => getComputedStyle(c.querySelector('.cm-line')).color", magic)
-        _no_toasts(page)
+        lab_tools.dismiss_toasts(page)
         cells.nth(1).screenshot(path=str(lab_tools.ARTIFACTS / f"slang_magic_highlighting_{app}.png"))
         page.screenshot(path=str(lab_tools.ARTIFACTS / f"slang_magic_highlighting_{app}_page.png"))
 
@@ -229,20 +153,19 @@ def test_slang_magic_cells_are_highlighted_as_slang(highlighting_server, lab_too
 
 @pytest.fixture(scope="module")
 def notebook7(tmp_path_factory: pytest.TempPathFactory, lab_tools):
-    from slang_kernel.kernel.install import temporary_kernelspec
-
+    """The two notebooks' Notebook 7 pages (name -> URL)."""
     widget_cells = [c if c is not None else lab_tools.LIVE_CPU_CELL + "\nview" for c in WIDGET_CELLS]
-    notebooks = {
-        "slang.ipynb": _notebook([SLANG_KERNEL_CELL, PYTHON_IN_SLANG_KERNEL], SLANG_KERNELSPEC),
-        "widgets.ipynb": _notebook(widget_cells, PYTHON_KERNELSPEC),
-    }
-    with temporary_kernelspec(), jupyter("notebook", tmp_path_factory.mktemp("nb7"), notebooks) as url:
-        yield url
+    root = tmp_path_factory.mktemp("nb7")
+    with ExitStack() as stack:
+        yield {"slang.ipynb": stack.enter_context(lab_tools.jupyterlab(
+                   root, [SLANG_KERNEL_CELL, PYTHON_IN_SLANG_KERNEL], "slang.ipynb", SLANG_KERNELSPEC, app="notebook")),
+               "widgets.ipynb": stack.enter_context(lab_tools.jupyterlab(
+                   root, widget_cells, "widgets.ipynb", app="notebook"))}
 
 
-def test_slang_kernel_in_notebook7(notebook7: str, lab_tools) -> None:
+def test_slang_kernel_in_notebook7(notebook7: dict[str, str], lab_tools) -> None:
     with lab_tools.chromium_page("notebook7_slang_kernel_failure.png", 1200, 800) as page:
-        page.goto(notebook7.format("slang.ipynb"))
+        page.goto(notebook7["slang.ipynb"])
         run_cells(page, 2)
         cells = page.locator(".jp-Notebook .jp-Cell")
         assert "scale" in cells.nth(0).locator(".jp-OutputArea").text_content()  # the kernel's summary
@@ -254,14 +177,14 @@ def test_slang_kernel_in_notebook7(notebook7: str, lab_tools) -> None:
         # Slang kernel cells are highlighted as Slang here too
         h = cells.nth(0).element_handle()
         assert page.evaluate(COLOR_OF, [h, "float3"]) == page.evaluate(COLOR_OF, [h, "void"])
-        _no_toasts(page)
+        lab_tools.dismiss_toasts(page)
         page.screenshot(path=str(lab_tools.ARTIFACTS / "notebook7_slang_kernel.png"))
 
 
-def test_slang_magic_and_every_widget_in_notebook7(notebook7: str, lab_tools) -> None:
+def test_slang_magic_and_every_widget_in_notebook7(notebook7: dict[str, str], lab_tools) -> None:
     CANVAS_STATS, wait_js = lab_tools.CANVAS_STATS, lab_tools.wait_js
     with lab_tools.chromium_page("notebook7_widgets_failure.png", 1200, 900) as page:
-        page.goto(notebook7.format("widgets.ipynb"))
+        page.goto(notebook7["widgets.ipynb"])
         run_cells(page, len(WIDGET_CELLS))
         cells = page.locator(".jp-Notebook .jp-Cell")
         def out(i: int):
@@ -310,5 +233,5 @@ def test_slang_magic_and_every_widget_in_notebook7(notebook7: str, lab_tools) ->
         gf.wait_for(timeout=30_000)
         assert gf.get_attribute("data-flagged") == ""
         assert "sk-gf-n-ok" in gf.locator("g[data-input=x]").get_attribute("class")
-        _no_toasts(page)
+        lab_tools.dismiss_toasts(page)
         page.screenshot(path=str(lab_tools.ARTIFACTS / "notebook7_widgets.png"), full_page=True)

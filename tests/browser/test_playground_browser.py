@@ -91,8 +91,7 @@ def test_playground_cell_in_jupyterlab(lab, lab_tools) -> None:
         lv.screenshot(path=str(ARTIFACTS / "playground_live_kernel_cpu.png"))
 
         # save: the playground cell's output carries the frame as a PNG (static fallback)
-        for b in page.locator(".jp-toast-button:has-text('No')").all():
-            b.click()
+        lab_tools.dismiss_toasts(page)
         page.screenshot(path=str(ARTIFACTS / "playground_browser.png"), full_page=True)
         cells.nth(0).locator(".jp-InputArea-editor").click()
         page.keyboard.press("Escape")
@@ -100,7 +99,11 @@ def test_playground_cell_in_jupyterlab(lab, lab_tools) -> None:
         deadline = time.time() + 30
         saved = None
         while time.time() < deadline:
-            nb = json.loads((root / "playground.ipynb").read_text())
+            try:
+                nb = json.loads((root / "playground.ipynb").read_text())
+            except json.JSONDecodeError:  # read while the server was writing it
+                time.sleep(0.2)
+                continue
             outs = nb["cells"][1].get("outputs", [])
             pngs = [o["data"]["image/png"] for o in outs if "image/png" in o.get("data", {})]
             if pngs:

@@ -1,7 +1,7 @@
 """Widgets in a real JupyterLab + headless Chromium: ImageView draws, a LiveImage slider re-renders,
 the play loop streams frames, BufferView pages and scrolls at 10M rows.
 
-Starts its own JupyterLab on a free port in a temp root dir, drives /usr/bin/chromium with
+Runs on the shared JupyterLab server (tests/browser/conftest.py), drives /usr/bin/chromium with
 Playwright, saves screenshots to artifacts/ and prints the measured numbers.
 """
 
@@ -182,8 +182,7 @@ def test_widgets_in_jupyterlab(lab: str, lab_tools) -> None:
         fstats = fl.locator("canvas").evaluate(CANVAS_STATS)
         assert fstats["colors"] > 10, fstats
         notebook_shot = ARTIFACTS / "widgets_browser.png"
-        for b in page.locator(".jp-toast-button:has-text('No')").all():
-            b.click()
+        lab_tools.dismiss_toasts(page)
         page.screenshot(path=str(notebook_shot), full_page=True)
         live.screenshot(path=str(ARTIFACTS / "widgets_liveimage.png"))
         bv.screenshot(path=str(ARTIFACTS / "widgets_bufferview.png"))
