@@ -8,6 +8,7 @@ that target represents a buffer (pointer + count on CPU and CUDA).
 from __future__ import annotations
 
 import dataclasses
+import re
 import struct
 from typing import Any, Callable, Mapping, Sequence
 
@@ -23,8 +24,11 @@ __all__ = [
     "fast_encoder",
     "fast_writer",
     "buffer_array",
+    "copy_fields",
     "element_dtype",
     "numpy_dtype",
+    "struct_array",
+    "typed_element",
 ]
 
 _SCALAR_DTYPES = {
@@ -99,38 +103,161 @@ def _describe(value: Any) -> str:
     return f"{type(value).__name__} {value!r}"[:120]
 
 
+_TYPED_NAME = re.compile(r"^(float|half|double|int|uint|int16_t|uint16_t|int8_t|uint8_t|int64_t|uint64_t|bool)([1-4])?$")
+_TYPED_SCALARS = {"float": "float32", "half": "float16", "double": "float64", "int": "int32", "uint": "uint32",
+                  "int16_t": "int16", "uint16_t": "uint16", "int8_t": "int8", "uint8_t": "uint8",
+                  "int64_t": "int64", "uint64_t": "uint64", "bool": "uint32"}
+
+
+def typed_element(t: TypeInfo) -> tuple[np.dtype, tuple[int, ...]]:
+    """(base dtype, trailing shape) of a typed buffer's element (`Buffer<float4>` -> float32, (4,)):
+    reflection gives typed buffers' elements only by name."""
+    el = t.element
+    if el is not None and el.kind in ("scalar", "vector") and el.scalar:
+        return _scalar(el), ((el.count,) if el.kind == "vector" and el.count > 1 else ())
+    m = _TYPED_NAME.match((el.name if el is not None else "").replace(" ", ""))
+    if m is None:
+        raise ParameterError(f"{t.name}: typed buffers hold scalars or vectors of 1-4 components "
+                             "(use a StructuredBuffer for other element types)")
+    n = int(m.group(2) or 1)
+    return _SCALAR_DTYPES[_TYPED_SCALARS[m.group(1)]], ((n,) if n > 1 else ())
+
+
+def _dtype_text(dt: np.dtype) -> str:
+    """A dtype as the user would write it (structured dtypes with their fields, offsets and size)."""
+    if dt.names is None:
+        return str(dt)
+    fields: Mapping[str, tuple[Any, ...]] = dt.fields or {}
+    parts = ", ".join(f"{n}: {fields[n][0].base}{list(fields[n][0].shape) if fields[n][0].shape else ''} @{fields[n][1]}"
+                      if fields[n][0].names is None else f"{n}: {_dtype_text(fields[n][0])} @{fields[n][1]}"
+                      for n in dt.names)
+    return f"{{{parts}}} ({dt.itemsize} bytes)"
+
+
+def struct_array(value: Any, param: str, t: TypeInfo, dt: np.dtype) -> np.ndarray:
+    """Elements of a struct buffer as a structured array of dtype `dt`, from a structured array (fields
+    matched by name, so another target's layout works too), a dict of arrays (field -> one value per
+    element) or a list of dicts. Missing or unknown fields are named in the error."""
+    if isinstance(value, np.ndarray) and value.dtype == dt:
+        return value
+    where = f"parameter `{param}` ({t.name})"
+    el = t.element if t.element is not None else t
+    try:
+        if isinstance(value, np.ndarray) and value.dtype.names is not None:
+            out = np.zeros(value.shape, dt)
+            _fill(out, value, el, where)
+            return out
+        if isinstance(value, Mapping):
+            first = next(iter(value.values()), None)
+            n = len(first) if first is not None and hasattr(first, "__len__") else 1
+            out = np.zeros(n, dt)
+            _fill(out, value, el, where)
+            return out
+        if isinstance(value, (list, tuple)) and all(isinstance(v, (Mapping, np.void)) for v in value):
+            out = np.zeros(len(value), dt)
+            for i, v in enumerate(value):
+                _fill(out[i], v, el, f"{where}, element {i}")
+            return out
+    except (ValueError, TypeError) as exc:
+        if isinstance(exc, ParameterError):
+            raise
+        raise ParameterError(f"{where}: {exc}; its elements are {_dtype_text(dt)}") from None
+    raise ParameterError(
+        f"{where} holds structs {el.name} {_dtype_text(dt)}: pass a structured array of that dtype "
+        f"(np.zeros(n, s.dtype('{el.name}')) or k.dtype('{param}')), a dict of arrays (field -> values) "
+        f"or a list of dicts; got {_describe(value)}")
+
+
+def _fill(out: Any, value: Any, t: TypeInfo, where: str) -> None:
+    """Write `value` (a Mapping, a structured array or record) into the structured array/record `out`
+    field by field; nested struct fields take the same forms."""
+    names = [f.name for f in t.fields]
+    have = list(value.dtype.names or ()) if isinstance(value, (np.ndarray, np.void)) else list(value)
+    missing = [n for n in names if n not in have]
+    extra = [str(k) for k in have if k not in names]
+    if missing or extra:
+        raise ParameterError(
+            f"{where}: struct {t.name} has fields {', '.join(names)}; "
+            + (f"missing field{'s' if len(missing) > 1 else ''} {', '.join(missing)}" if missing else "")
+            + ("; " if missing and extra else "")
+            + (f"unknown field{'s' if len(extra) > 1 else ''} {', '.join(extra)}" if extra else ""))
+    for f in t.fields:
+        v = value[f.name]
+        if f.type.kind == "struct" and (isinstance(v, Mapping) or (
+                isinstance(v, (np.ndarray, np.void)) and v.dtype.names is not None)):
+            _fill(out[f.name], v, f.type, f"{where}, field {f.name}")
+        elif f.type.kind == "struct" and isinstance(v, (list, tuple)):
+            sub = out[f.name]
+            for i, x in enumerate(v):
+                _fill(sub[i], x, f.type, f"{where}, field {f.name}[{i}]")
+        else:
+            src = np.asarray(v)
+            target = out[f.name]
+            tshape = np.shape(target)
+            if src.dtype.kind in "cOUS" or (np.dtype(out.dtype[f.name].base).kind in "iub" and src.dtype.kind == "f"):
+                raise ParameterError(f"{where}: field {f.name} is {f.type.name}; got {_describe(v)}")
+            if src.shape != tshape and not (src.size == 1 and src.ndim <= 1):
+                raise ParameterError(f"{where}: field {f.name} ({f.type.name}) needs shape {tshape}; got {src.shape}")
+            if isinstance(out, np.void):
+                out[f.name] = src.reshape(tshape) if src.size != 1 or tshape else src.reshape(())
+            else:
+                target[...] = src
+
+
+def copy_fields(dst: np.ndarray, src: np.ndarray) -> None:
+    """Copy structured `src` into structured `dst` field by field, by name at every level (numpy's
+    own structured assignment goes by position)."""
+    for f in dst.dtype.names or ():
+        if dst.dtype[f].names is not None:
+            copy_fields(dst[f], src[f])
+        else:
+            dst[f] = src[f]
+
+
 def buffer_array(value: Any, param: str, t: TypeInfo) -> tuple[np.ndarray, int]:
-    """Check/convert a value for a structured/byte-address buffer; returns (array, element count).
+    """Check/convert a value for a structured/byte-address/typed buffer; returns (array, element count).
 
     Writable buffers need the exact dtype, C order and a writable array, because the kernel writes
-    into that very memory. Read-only buffers accept anything numpy converts without losing kind.
+    into that very memory. Read-only buffers accept anything numpy converts without losing kind;
+    struct buffers also a dict of arrays or a list of dicts (see struct_array).
     """
     shape: tuple[int, ...]
     if t.shape == "byte_address_buffer":
         base, shape = np.dtype(np.uint32), ()
+    elif t.shape == "texture_buffer":
+        base, shape = typed_element(t)
     elif t.element is None:
         raise ParameterError(f"parameter `{param}` ({t.name}): element type unknown")
     else:
         base, shape = element_dtype(t.element)
-    want = f"{base}" + (f" with trailing shape {shape}" if shape else "")
+    want = (_dtype_text(base) if base.names is not None else f"{base}") + (
+        f" with trailing shape {shape}" if shape else "")
+    hint = (f" (np.zeros(n, k.dtype('{param}')) makes one)" if base.names is not None
+            else f" (e.g. np.zeros(n, np.{base.name}))")
     if t.writable:
         if not isinstance(value, np.ndarray) or getattr(value, "__cuda_array_interface__", None):
             raise ParameterError(
-                f"parameter `{param}` ({t.name}) is written by the kernel: pass a numpy array of {want} "
-                f"(e.g. np.zeros(n, np.{base.name})); got {_describe(value)}")
+                f"parameter `{param}` ({t.name}) is written by the kernel: pass a numpy array of {want}"
+                f"{hint}; got {_describe(value)}")
         ok_dtype = value.dtype == base or (t.shape == "byte_address_buffer" and value.dtype.itemsize % 4 == 0)
         if not ok_dtype or not value.flags.c_contiguous or not value.flags.writeable:
             raise ParameterError(
                 f"parameter `{param}` ({t.name}) is written back in place, so it needs a writable "
                 f"C-contiguous array of {want}; got {_describe(value)}. "
-                f"Use np.ascontiguousarray(x, dtype=np.{base.name}) and pass that array.")
+                + (f"Make it with np.zeros(n, k.dtype('{param}')) (or s.dtype('{t.element.name if t.element else ''}'))."
+                   if base.names is not None else
+                   f"Use np.ascontiguousarray(x, dtype=np.{base.name}) and pass that array."))
         arr = value
+    elif base.names is not None:
+        arr = np.ascontiguousarray(struct_array(value, param, t, base))
     else:
         try:
             src = np.asarray(value)
             if t.shape == "byte_address_buffer":
                 arr = np.ascontiguousarray(src)
             else:
+                if src.dtype.names is not None or src.dtype.kind in "OUSc":
+                    raise ParameterError("")
                 if src.dtype != base and not np.can_cast(src.dtype, base, "same_kind") and src.dtype.kind != base.kind:
                     if not (src.dtype.kind in "iub" and base.kind in "iuf"):
                         raise ParameterError("")
@@ -142,8 +269,9 @@ def buffer_array(value: Any, param: str, t: TypeInfo) -> tuple[np.ndarray, int]:
         return arr, arr.nbytes
     if shape:
         if arr.ndim < len(shape) or tuple(arr.shape[-len(shape):]) != shape:
+            el_name = t.element.name if t.element else "?"
             raise ParameterError(
-                f"parameter `{param}` ({t.name}): elements are {t.element.name if t.element else '?'}, so the "
+                f"parameter `{param}` ({t.name}): elements are {el_name}, so the "
                 f"array's trailing shape must be {shape}; got shape {arr.shape}")
         return arr, int(arr.size // int(np.prod(shape)))
     return arr, int(arr.size)

@@ -30,11 +30,12 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..compiler.reflection import TypeInfo
+from ..compiler.reflection import ParamInfo, TypeInfo
 from . import BackendConfig
 from ..compiled import CompiledKernel, ModuleSource
 from ..errors import BackendUnavailable, VulkanCompileError
-from ._packing import ParameterError, _describe, buffer_array, element_dtype, numpy_dtype
+from ._packing import (ParameterError, _describe, buffer_array, copy_fields, element_dtype, numpy_dtype, struct_array,
+                       typed_element)
 from ._wait import wait_polled
 from .printing import rewrite_printf, uses_printf
 
@@ -117,7 +118,11 @@ class VulkanBuffer:
     def __init__(self, backend: "VulkanBackend", shape: tuple[int, ...], dtype: np.dtype, data: np.ndarray | None):
         self.backend, self.shape, self.dtype = backend, shape, np.dtype(dtype)
         self.nbytes = int(np.prod(shape, dtype=np.int64)) * self.dtype.itemsize
-        self.sgl = backend._new_buffer(self.nbytes, data)
+        base, inner = (self.dtype.subdtype if self.dtype.subdtype is not None else (self.dtype, ()))
+        if not inner and len(shape) > 1:
+            inner = tuple(shape[1:])
+        self.format = _buffer_format(backend.spy, base, tuple(inner)) if self.dtype.names is None else None
+        self.sgl = backend._new_buffer(self.nbytes, data, format=self.format)
 
     @property
     def size(self) -> int:
@@ -370,11 +375,11 @@ class VulkanBackend:
             cursor = self.spy.ShaderCursor(root)
             params: list[tuple[str, TypeInfo, int, Any]] = []
             for p in kernel.reflection.globals:
-                params.append((p.name, p.type, _fast_kind(p.type), cursor[p.name]))
+                params.append((p.name, p.type, _fast_kind(p.type), _cursor(cursor, p)))
             if kernel.entry_point.uniforms:
                 ecur = cursor.find_entry_point(0)
                 for p in kernel.entry_point.uniforms:
-                    params.append((p.name, p.type, _fast_kind(p.type), ecur[p.name]))
+                    params.append((p.name, p.type, _fast_kind(p.type), _cursor(ecur, p)))
             pk = _Prepared(sk, printf, root, params)
             self._prepared[kernel.key] = pk
             return pk
@@ -478,14 +483,15 @@ class VulkanBackend:
         U = self.spy.BufferUsage
         return U.shader_resource | U.unordered_access | U.copy_source | U.copy_destination
 
-    def _new_buffer(self, nbytes: int, data: np.ndarray | None, clear: bool = True) -> Any:
+    def _new_buffer(self, nbytes: int, data: np.ndarray | None, clear: bool = True, format: Any = None) -> Any:
         size = max(4, (int(nbytes) + 3) // 4 * 4)
+        fmt = {} if format is None else {"format": format}   # a texel format: it binds to typed buffers too
         if data is not None and data.nbytes:
             raw = _writable_bytes(data)
             if raw.nbytes != size:
                 raw = np.concatenate([raw, np.zeros(size - raw.nbytes, np.uint8)])
-            return self.device.create_buffer(size=size, usage=self._usage(), data=raw)
-        buf = self.device.create_buffer(size=size, usage=self._usage())
+            return self.device.create_buffer(size=size, usage=self._usage(), data=raw, **fmt)
+        buf = self.device.create_buffer(size=size, usage=self._usage(), **fmt)
         if data is None and clear:
             enc = self.device.create_command_encoder()
             enc.clear_buffer(buf)
@@ -527,6 +533,17 @@ class VulkanBackend:
             self.device.close()
         except Exception:
             pass
+
+
+def _cursor(parent: Any, p: ParamInfo) -> Any:
+    """The cursor a parameter's value is written through. sgl writes a ConstantBuffer<S> or
+    ParameterBlock<S> of a struct from a dict at the block itself, but a block of anything else
+    (ConstantBuffer<float4x4>) only at its dereferenced element ("Expected dict" otherwise)."""
+    c = parent[p.name]
+    t = p.type
+    if t.kind in ("constant_buffer", "parameter_block") and t.element is not None and t.element.kind != "struct":
+        return c.dereference()
+    return c
 
 
 _MISSING: Any = object()
@@ -628,6 +645,8 @@ class _Binder:
         if k == "resource":
             if t.is_buffer:
                 return self.buffer(t, v, name)
+            if t.shape == "texture_buffer":
+                return self.typed_buffer(t, v, name)
             if t.is_texture:
                 return self.texture(t, v, name)
         raise ParameterError(f"parameter `{name}` is {t.name} ({t.kind}{', ' + t.shape if t.shape else ''}): "
@@ -666,9 +685,44 @@ class _Binder:
                 if staged is None:
                     target.reshape(-1).view(np.uint8)[:] = raw
                 else:
-                    got = raw.view(arr.dtype).reshape(arr.shape)
-                    for f in arr.dtype.names or ():
-                        target[f] = got[f]
+                    copy_fields(target, raw.view(arr.dtype).reshape(arr.shape))
+
+            self.writeback.append(back)
+        return buf
+
+    def typed_buffer(self, t: TypeInfo, v: Any, name: str) -> Any:
+        """A typed Buffer<T>/RWBuffer<T>: like a structured buffer, but the device buffer carries the
+        texel format of T (Vulkan reads and writes typed buffers through a formatted view)."""
+        base, shape = typed_element(t)
+        fmt = _buffer_format(self.spy, base, shape)
+        if fmt is None:
+            raise ParameterError(f"parameter `{name}` is {t.name}: no Vulkan texel format holds {base} x "
+                                 f"{shape[0] if shape else 1}; use a StructuredBuffer")
+        if isinstance(v, VulkanBuffer):
+            if v.backend is not self.b:
+                raise ParameterError(f"parameter `{name}`: that buffer belongs to another Vulkan session")
+            if v.format != fmt:
+                raise ParameterError(f"parameter `{name}` is {t.name}: that device buffer holds {v.dtype} "
+                                     f"{v.shape}, not elements of {base}" + (f" x {shape[0]}" if shape else ""))
+            return v.sgl
+        if type(v).__name__ == "Buffer" and hasattr(v, "to_numpy"):
+            return v
+        arr = buffer_array(v, name, t)[0]
+        key = (id(v), "typed")
+        hit = self.by_id.get(key)
+        if hit is not None:
+            return hit
+        raw = _writable_bytes(arr)
+        size = max(4, raw.nbytes)
+        if raw.nbytes != size:
+            raw = np.concatenate([raw, np.zeros(size - raw.nbytes, np.uint8)])
+        buf = self.b.device.create_buffer(size=size, usage=self.b._usage(), data=raw, format=fmt)
+        self.by_id[key] = buf
+        if t.writable and isinstance(v, np.ndarray):
+            target, nbytes = v, arr.nbytes
+
+            def back() -> None:
+                target.reshape(-1).view(np.uint8)[:] = np.ascontiguousarray(buf.to_numpy()).reshape(-1).view(np.uint8)[:nbytes]
 
             self.writeback.append(back)
         return buf
@@ -684,13 +738,7 @@ class _Binder:
         want, _ = element_dtype(t.element)
         if v.dtype == want:
             return None
-        if set(v.dtype.names) != set(want.names or ()):
-            raise ParameterError(f"parameter `{name}` ({t.name}): the array's fields {v.dtype.names} are not the "
-                                 f"struct's fields {want.names}")
-        out = np.zeros(v.shape, want)
-        for f in want.names or ():
-            out[f] = v[f]
-        return out
+        return struct_array(v, name, t, want)   # fields matched by name, at every level
 
     # textures
     def texture(self, t: TypeInfo, v: Any, name: str) -> Any:
@@ -763,6 +811,19 @@ class _Binder:
 
             self.writeback.append(back)
         return tex.sgl
+
+
+_BUFFER_FORMATS = {"float32": "32_float", "float16": "16_float", "uint32": "32_uint", "int32": "32_sint",
+                   "uint16": "16_uint", "int16": "16_sint", "uint8": "8_uint", "int8": "8_sint"}
+
+
+def _buffer_format(spy: Any, base: np.dtype, shape: tuple[int, ...]) -> Any:
+    """The texel format of a typed buffer's elements (float4 -> rgba32_float), None if there is none."""
+    n = shape[0] if shape else 1
+    kind = _BUFFER_FORMATS.get(np.dtype(base).name)
+    if kind is None or len(shape) > 1 or not 1 <= n <= 4:
+        return None
+    return getattr(spy.Format, ("r", "rg", "rgb", "rgba")[n - 1] + kind, None)
 
 
 def _writable_bytes(arr: np.ndarray) -> np.ndarray:

@@ -50,6 +50,7 @@ _UNSUPPORTED = [
 ]
 
 
+TYPED_AS_STRUCTURED = ("-DBuffer=StructuredBuffer", "-DRWBuffer=RWStructuredBuffer")
 STAGING_KEEP = 256 << 20  # a staging segment larger than this is given back after the dispatch
 WORKER = Path(__file__).with_name("_cpu_worker.py")
 
@@ -99,7 +100,10 @@ class CpuBackend:
         return f"g++ {self._version}, {self.workers} threads, {where}" + (", bounds-checked" if self.checked else "")
 
     def compile_options(self, target: str) -> tuple[str, ...]:
-        return ()
+        """Slang's C++ target silently drops every access to a typed Buffer<T>/RWBuffer<T> (2026.12),
+        while its (RW)StructuredBuffer<T> has the very same C++ layout ({T* data; size_t count}):
+        kernels are compiled with the typed names meaning the structured ones."""
+        return TYPED_AS_STRUCTURED if target == "cpp" else ()
 
     @property
     def worker_pid(self) -> int | None:
@@ -201,14 +205,22 @@ class CpuBackend:
     # -- dispatch ---------------------------------------------------------------------------------
 
     def _bind(self, name: str, t: TypeInfo, value: Any, packer: Packer) -> bytes:
+        """Resources in Slang's C++ layout: a ConstantBuffer<T> or ParameterBlock<T> is a pointer to
+        its T (packed here, resources inside it bound recursively; the value is a dict, nested dicts
+        for nested structs), a buffer is {T* data; size_t count}."""
         ctx: _Context = self._tls.ctx
-        if t.kind == "constant_buffer" and t.element is not None:
+        if t.kind in ("constant_buffer", "parameter_block") and t.element is not None:
             inner = packer.encode(t.element, value, name)
             return ctx.place(inner, name, packer).to_bytes(8, sys.byteorder)
         if t.is_buffer:
             arr, count = buffer_array(value, name, t)
             packer.keepalive.append(arr)
             return ctx.pointer(arr, name, bool(t.writable)).to_bytes(8, sys.byteorder) + count.to_bytes(8, sys.byteorder)
+        if t.kind == "resource" and t.shape == "texture_buffer":
+            raise ParameterError(
+                f"parameter `{name}` is {t.name}, declared in a cell this kernel imports: Slang's CPU target drops "
+                "typed-buffer accesses there. Declare it as (RW)StructuredBuffer<T> (the same data), or run on "
+                "Session(backend='vulkan') or 'cuda'.")
         raise ParameterError(
             f"parameter `{name}` is {t.name}: the CPU backend has no {t.shape or t.kind}; "
             "textures and samplers need Session(backend='vulkan') or 'cuda'.")
