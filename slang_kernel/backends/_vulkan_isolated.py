@@ -308,6 +308,7 @@ class IsolatedVulkanBackend:
     def dispatch(self, kernel: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any]) -> None:
         arrays: list[np.ndarray] = []
         index: dict[int, int] = {}
+        nested: list[int] = []   # arrays inside dicts/lists (a ParameterBlock's buffers): written back too
         sent: dict[str, Any] = {}
         for name, v in values.items():
             if isinstance(v, np.ndarray) and not v.dtype.hasobject:
@@ -319,7 +320,7 @@ class IsolatedVulkanBackend:
             elif isinstance(v, (int, float, str)):
                 sent[name] = v
             else:
-                sent[name] = self._refs(v, name)
+                sent[name] = self._refs(v, name, arrays, index, nested)
         writable = self._writable.get(kernel.key)
         if writable is None:
             params = [*kernel.reflection.globals, *kernel.entry_point.uniforms]
@@ -338,8 +339,9 @@ class IsolatedVulkanBackend:
             msg = {"op": "run", "key": kernel.key, "groups": groups, "values": sent, "arrays": slots}
             reply = self._call(msg, kernel.entry, kernel.entry, self.timeout)
             self.last_worker_us = float(reply.get("us", 0.0))
-            if writable:
+            if writable or nested:
                 back = {index[id(values[n])] for n in writable if id(values.get(n)) in index}
+                back.update(i for i in nested if arrays[i].flags.writeable)
                 for i in back:
                     slot = slots[i]
                     if self._staging is not None and slot.segment == self._staging.id and arrays[i].nbytes:
@@ -351,14 +353,24 @@ class IsolatedVulkanBackend:
             sys.stdout.write(text)
             sys.stdout.flush()
 
-    def _refs(self, v: Any, name: str) -> Any:
-        """Device handles -> DeviceRef (a lost one raises); containers are looked into."""
+    def _refs(self, v: Any, name: str, arrays: list[np.ndarray] | None = None, index: dict[int, int] | None = None,
+              nested: list[int] | None = None) -> Any:
+        """Device handles -> DeviceRef (a lost one raises); containers are looked into, and numpy
+        arrays inside them cross through shared memory as ArrayArg (listed in `nested`)."""
         if isinstance(v, _Handle):
             return DeviceRef(v._live(self, f"parameter `{name}`"))
+        if isinstance(v, np.ndarray) and arrays is not None and index is not None and not v.dtype.hasobject:
+            i = index.get(id(v))
+            if i is None:
+                i = index[id(v)] = len(arrays)
+                arrays.append(v)
+            if nested is not None:
+                nested.append(i)
+            return ArrayArg(i)
         if isinstance(v, dict):
-            return {k: self._refs(x, f"{name}.{k}") for k, x in v.items()}
+            return {k: self._refs(x, f"{name}.{k}", arrays, index, nested) for k, x in v.items()}
         if isinstance(v, (list, tuple)) and not hasattr(v, "_fields"):
-            return type(v)(self._refs(x, f"{name}[{i}]") for i, x in enumerate(v))
+            return type(v)(self._refs(x, f"{name}[{i}]", arrays, index, nested) for i, x in enumerate(v))
         if type(v).__module__.startswith("slangpy"):
             raise ParameterError(f"parameter `{name}`: an sgl object ({type(v).__name__}) lives in this process, and "
                                  "the Vulkan device is in a worker process: pass a numpy array or a backend.buffer()/"
