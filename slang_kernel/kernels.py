@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 
 import numpy as np
 
@@ -11,6 +11,9 @@ from .backends import Backend
 from .compiled import CompiledKernel
 from .compiler.reflection import EntryPointInfo, ParamInfo
 from .errors import BoundsError, DeviceLost, KernelCrash, KernelInterrupted, KernelTimeout, OutOfRangeWarning, ParameterError
+
+if TYPE_CHECKING:
+    from .thread_debug import ThreadDebug
 
 __all__ = ["BoundsError", "ComputeKernel", "DeviceLost", "KernelCrash", "KernelHost", "KernelInterrupted",
            "KernelTimeout", "OutOfRangeWarning", "check_parameters", "groups_for"]
@@ -23,6 +26,7 @@ class KernelHost(Protocol):
     revision: int
 
     def compile_entry(self, name: str, target: str | None = None) -> CompiledKernel: ...
+    def compile_variant(self, name: str, rewrite: Callable[[str], str]) -> CompiledKernel: ...
     def is_current(self, built_from: CompiledKernel) -> bool: ...
     def code(self, name: str, target: str = "hlsl") -> str: ...
     def ir(self, name: str) -> str: ...
@@ -141,6 +145,19 @@ class ComputeKernel:
         if 0 in g:
             return
         self.session.backend.dispatch(ck, g, params)
+
+    def debug(self, thread: Sequence[int] = (0, 0, 0), *, threads: Any = None, groups: Any = None,
+              **params: Any) -> "ThreadDebug":
+        """Run one dispatch (buffers are written as by a call) and return what thread (x, y, z) (its
+        SV_DispatchThreadID) printed with printf, and the values it marked with `debug_value("name", v)`
+        (`import debug;`). It builds an instrumented copy of the kernel's cell once per revision;
+        any thread can then be asked for without another build (see slang_kernel.thread_debug)."""
+        from .thread_debug import debug_dispatch
+
+        ck = self.compiled()
+        g = groups_for(ck.entry_point, threads, groups)
+        check_parameters(ck, params)
+        return debug_dispatch(self.session, self.name, thread, g, params, threads)
 
     @property
     def signature(self) -> str:
