@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the lent H200 machine (see ../shared/GPU.md): GPU tests and benchmarks in one go, logs in $OUT.
-# Carry .gpu (slangpy cp312 wheel contents + Vulkan loader debs). Usage: bash bench/gpu_run.sh [tests|bench|paired|dask|all]
+# Carry .gpu (slangpy cp312 wheel contents + Vulkan loader debs). Usage: bash bench/gpu_run.sh [tests|textures|bench|paired|dask|all]
+# textures: the texture/half/ParameterBlock conformance cases and test_cuda.py (issue 15), with where cuda_fp16.h is.
 # paired: bench_dispatch.py and bench_engine.py from an older tree (.gpu/old_main.tgz, `git archive REV | gzip`)
 # and from this one, one after the other on the same machine.
 set -uo pipefail
@@ -16,6 +17,15 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
     tests/test_model.py --backends cuda,vulkan 2>&1 | tee "$OUT/conformance_gpu.log"
   python3 -m pytest -p no:cacheprovider -ra -q tests/test_vulkan.py tests/test_cuda.py tests/test_vulkan_isolation.py \
     2>&1 | tee "$OUT/backend_tests_gpu.log"
+fi
+if [ "$what" = textures ]; then
+  python3 -c "import cupy, slang_kernel.backends._cuda_fp16 as f; print('cupy', cupy.__version__, 'cuda_fp16.h:', f.fp16_include_dir(cupy))" \
+    2>&1 | tee "$OUT/fp16.txt"
+  python3 -m pytest -p no:cacheprovider -ra -q tests/test_conformance_textures.py tests/test_cuda.py --backends cuda,vulkan \
+    2>&1 | tee "$OUT/textures_gpu.log"
+  python3 -m pytest -p no:cacheprovider -ra -q tests/test_conformance.py tests/test_bad_input.py --backends cuda \
+    2>&1 | tail -15 | tee "$OUT/conformance_cuda.log"
+  python3 bench/bench_cuda_textures.py 2>&1 | tee "$OUT/bench_cuda_textures.log"
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
   python3 bench/bench_cuda.py 2>&1 | tee "$OUT/bench_cuda.log"

@@ -188,3 +188,130 @@ void slow_cuda(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o
         assert o[0] != 0
     finally:
         s.close()
+
+
+# -- textures, surfaces, samplers, half, ParameterBlock on CUDA (issue 15) -------------------------
+
+CUDA_TEXTURES = r"""
+[shader("compute")][numthreads(1, 1, 1)]
+void ctx_sample(uint3 id: SV_DispatchThreadID, uniform Texture2D<float> tex, uniform SamplerState samp,
+                uniform RWStructuredBuffer<float> out_v, uniform float2 uv)
+{
+    out_v[0] = tex.SampleLevel(samp, uv, 0);
+}
+
+[shader("compute")][numthreads(1, 1, 1)]
+void ctx_two_samplers(uint3 id: SV_DispatchThreadID, uniform Texture2D<float> tex, uniform SamplerState a,
+                      uniform SamplerState b, uniform RWStructuredBuffer<float> out_v)
+{
+    out_v[0] = tex.SampleLevel(a, float2(0.5), 0) + tex.SampleLevel(b, float2(0.5), 0);
+}
+
+[shader("compute")][numthreads(4, 4, 1)]
+void ctx_layers(uint3 id: SV_DispatchThreadID, uniform Texture2DArray<float4> layers, uniform SamplerState samp,
+                uniform RWTexture2D<float4> out_img, uniform uint layer)
+{
+    out_img[id.xy] = layers.SampleLevel(samp, float3((float2(id.xy) + 0.5) / 4.0, layer), 0);
+}
+
+struct CtxMaterial { Texture2D<float4> albedo; float gain; RWStructuredBuffer<float4> result; };
+ParameterBlock<CtxMaterial> ctx_mat;
+
+[shader("compute")][numthreads(4, 4, 1)]
+void ctx_pblock_texture(uint3 id: SV_DispatchThreadID)
+{
+    ctx_mat.result[id.y * 4 + id.x] = ctx_mat.albedo.Load(int3(id.xy, 0)) * ctx_mat.gain;
+}
+
+[shader("compute")][numthreads(32, 1, 1)]
+void ctx_half_math(uint3 id: SV_DispatchThreadID, uniform RWStructuredBuffer<half4> v, uniform half k)
+{
+    v[id.x] = v[id.x] * k + half4(0.5h);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def cuda_tex(cuda: sk.Session) -> sk.Session:
+    cuda.run_cell(CUDA_TEXTURES, name="cuda_textures")
+    return cuda
+
+
+def test_sampler_address_modes_wrap_clamp(cuda_tex: sk.Session) -> None:
+    from slang_kernel.backends import textures
+
+    t = textures(cuda_tex.backend)
+    tex = np.array([[1.0, 0.0, 0.0, 5.0]], np.float32)
+    out_v = np.zeros(1, np.float32)
+    k = cuda_tex.kernel("ctx_sample")
+    k(threads=1, tex=tex, samp=t.sampler("point"), out_v=out_v, uv=np.float32([-0.1, 0.5]))
+    assert out_v[0] == 5.0   # wrap: u = -0.1 reads the last texel
+    k(threads=1, tex=tex, samp=t.sampler("point_clamp"), out_v=out_v, uv=np.float32([-0.1, 0.5]))
+    assert out_v[0] == 1.0
+    k(threads=1, tex=tex, samp=t.sampler({"filter": "point", "address": "clamp"}), out_v=out_v,
+      uv=np.float32([1.5, 0.5]))
+    assert out_v[0] == 5.0
+    with pytest.raises(sk.ParameterError, match="SamplerState on CUDA"):
+        t.sampler("bilinear-ish")
+
+
+def test_two_different_samplers_in_one_dispatch_are_refused(cuda_tex: sk.Session) -> None:
+    from slang_kernel.backends import textures
+
+    t = textures(cuda_tex.backend)
+    tex = np.ones((2, 2), np.float32)
+    out_v = np.zeros(1, np.float32)
+    k = cuda_tex.kernel("ctx_two_samplers")
+    with pytest.raises(sk.ParameterError, match="one sampler setting"):
+        k(threads=1, tex=tex, a=t.sampler("point"), b=t.sampler("linear"), out_v=out_v)
+    k(threads=1, tex=tex, a=t.sampler("point"), b=t.sampler("point"), out_v=out_v)
+    assert out_v[0] == 2.0
+
+
+def test_texture2d_array_layers(cuda_tex: sk.Session) -> None:
+    from slang_kernel.backends import textures
+
+    rng = np.random.default_rng(5)
+    layers = rng.random((3, 4, 4, 4)).astype(np.float32)   # (L, H, W, C)
+    out_img = np.zeros((4, 4, 4), np.float32)
+    k = cuda_tex.kernel("ctx_layers")
+    k(threads=(4, 4, 1), layers=layers, samp=textures(cuda_tex.backend).sampler("point"), out_img=out_img, layer=2)
+    np.testing.assert_array_equal(out_img, layers[2])
+    dev = cuda_tex.backend.texture(layers, layered=True)   # a device-resident Texture2DArray
+    k(threads=(4, 4, 1), layers=dev, samp=textures(cuda_tex.backend).sampler(), out_img=out_img, layer=1)
+    np.testing.assert_allclose(out_img, layers[1], atol=1e-6)
+
+
+def test_cupy_arrays_as_textures_written_in_place(cuda_tex: sk.Session) -> None:
+    import cupy as cp
+
+    img = cp.zeros((4, 4, 4), cp.float32)
+    layers = cp.asarray(np.random.default_rng(2).random((2, 4, 4, 4)).astype(np.float32))
+    cuda_tex.kernel("ctx_layers")(threads=(4, 4, 1), layers=layers, samp="point", out_img=img, layer=0)
+    cp.testing.assert_array_equal(img, layers[0])
+
+
+def test_texture_inside_a_parameter_block(cuda_tex: sk.Session) -> None:
+    albedo = np.random.default_rng(4).random((4, 4, 4)).astype(np.float32)
+    result = np.zeros((16, 4), np.float32)
+    cuda_tex.kernel("ctx_pblock_texture")(threads=(4, 4, 1), ctx_mat={"albedo": albedo, "gain": 2.0, "result": result})
+    np.testing.assert_allclose(result.reshape(4, 4, 4), albedo * 2.0, rtol=1e-6)
+
+
+def test_half_arithmetic_compiles_with_cuda_fp16(cuda_tex: sk.Session) -> None:
+    v = np.linspace(-2, 2, 128, dtype=np.float16).reshape(32, 4)
+    want = v.astype(np.float32) * 3.0 + 0.5
+    cuda_tex.kernel("ctx_half_math")(threads=32, v=v, k=np.float16(3.0))
+    np.testing.assert_allclose(v.astype(np.float32), want, rtol=2e-3, atol=2e-3)
+
+
+def test_texture1d_load_is_refused_with_the_workaround(cuda: sk.Session) -> None:
+    cuda.run_cell("""
+[shader("compute")][numthreads(1, 1, 1)]
+void ctx_load1d(uint3 id: SV_DispatchThreadID, uniform Texture1D<float4> line, uniform RWStructuredBuffer<float4> o)
+{ o[0] = line.Load(int2(1, 0)); }""", name="ctx_load1d")
+    with pytest.raises(NotImplementedError, match="Texture1D.*SampleLevel"):
+        cuda.kernel("ctx_load1d")(threads=1, line=np.ones((4, 4), np.float32), o=np.zeros((1, 4), np.float32))
+    out = np.zeros(1, np.float32)   # the session goes on
+    cuda.kernel("axpy_cuda")(threads=1, y=out, x=np.ones(1, np.float32), a=2.0, n=1, g_acc=np.zeros(1, np.float32))
+    assert out[0] == 2.0

@@ -5,7 +5,9 @@ arguments, buffers are {pointer, count} structs passed by value, globals live in
 `__constant__ SLANG_globalParams`. Launches go through cuLaunchKernel with one pointer per
 argument, so every argument's size and alignment come from the compiled kernel itself.
 Data already on the GPU (CuPy arrays, anything with __cuda_array_interface__ or DLPack) is used in
-place; numpy arrays are copied in and RW ones copied back.
+place; numpy arrays are copied in and RW ones copied back. Textures, surfaces and samplers are in
+_cuda_textures (CUDA arrays with texture/surface objects); `half` needs CUDA's fp16 header (_cuda_fp16).
+ParameterBlock<T> and ConstantBuffer<T> are pointers to the packed struct (resources inside included).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from ..compiler.reflection import TypeInfo
 from . import BackendConfig
 from ..compiled import CompiledKernel
 from ..errors import BackendUnavailable
+from ._cuda_fp16 import half_options, uses_half
+from ._cuda_textures import CudaSampler, CudaTexture, TextureBinder, dispatch_sampler, sampler_from, sampler_paths
 from ._packing import Packer, ParameterError, buffer_array, element_dtype, fast_writer
 from ._wait import wait_polled
 from .cpu import _body
@@ -53,7 +57,7 @@ def _on_device(value: Any) -> Any | None:
 
 
 class CudaBackend:
-    capabilities: frozenset[str] = frozenset()   # CuPy arrays are device-resident already
+    capabilities: frozenset[str] = frozenset({"textures"})   # CuPy arrays are device-resident buffers already
     name = "cuda"
     target = "cuda"
 
@@ -97,8 +101,17 @@ class CudaBackend:
             hit = self._modules.get(key)
             if hit is None:
                 code = (CHECKED_PRELUDE.read_text() + kernel.code) if self.checked else kernel.code
+                options: tuple[str, ...] = NVRTC_OPTIONS
+                body = _body(kernel.code)
+                if "tex1Dfetch_int" in body:   # the prelude's 1D fetch reads NaN on an H200 (2026-12)
+                    raise NotImplementedError(
+                        f"{kernel.entry} ({kernel.cell}) calls Load on a Texture1D, which Slang's CUDA target does "
+                        "not implement (shader-slang/slang#12630: it reads garbage); on CUDA use "
+                        "SampleLevel(pointSampler, (x + 0.5) / width, 0) or a Texture2D of height 1")
+                if uses_half(body):
+                    options = (*options, *half_options(self.cupy, kernel.entry, kernel.cell))
                 try:
-                    mod = self.cupy.RawModule(code=code, options=NVRTC_OPTIONS)
+                    mod = self.cupy.RawModule(code=code, options=options)
                     fn = mod.get_function(kernel.entry)
                     fn = getattr(fn, "kernel", fn)  # CuPy 13+: RawKernel wraps the driver Function
                 except self.cupy.cuda.compiler.CompileException as exc:
@@ -108,21 +121,51 @@ class CudaBackend:
                 hit = self._modules[key] = (mod, fn)
         return hit
 
+    # -- textures (the "textures" capability) -------------------------------------------------------
+
+    def texture(self, array_or_shape: Any, dtype: Any = None, *, dims: int = 2, layered: bool = False) -> CudaTexture:
+        """A device texture from an (H, W, C) numpy/CuPy array ((W, C) 1D, (D, H, W, C) 3D, (L, H, W, C) with
+        layered=True for a Texture2DArray), or from a shape and dtype (float32 by default)."""
+        nd = dims + (1 if layered else 0)
+        if not isinstance(array_or_shape, (int, tuple, list)):
+            arr = array_or_shape if isinstance(array_or_shape, self.cupy.ndarray) else np.asarray(array_or_shape)
+            if dtype is not None:
+                arr = arr.astype(dtype, copy=False)
+            tex = CudaTexture(self.cupy, self, tuple(arr.shape) if arr.ndim > nd else (*arr.shape, 1), arr.dtype,
+                              dims, layered)
+            tex.upload(arr)
+            return tex
+        shape = (array_or_shape,) if isinstance(array_or_shape, int) else tuple(array_or_shape)
+        tex = CudaTexture(self.cupy, self, shape, np.dtype(dtype or np.float32), dims, layered)
+        tex.upload(np.zeros(tex.shape, tex.dtype))
+        return tex
+
+    def sampler(self, spec: Any = None) -> CudaSampler:
+        """A sampler state: None/"linear", "point"/"nearest", "linear_clamp", "point_clamp", or a dict
+        ({"filter": "point", "address": "clamp"}); on CUDA it is applied inside each texture object."""
+        return sampler_from(spec)
+
     # -- packing ------------------------------------------------------------------------------------
 
-    def _bind(self, writebacks: list[tuple[np.ndarray, Any]]) -> Any:
+    def _bind(self, writebacks: list[tuple[np.ndarray, Any]], textures: TextureBinder | None = None) -> Any:
         cupy = self.cupy
 
         def bind(name: str, t: TypeInfo, value: Any, packer: Packer) -> bytes:
-            if t.kind == "constant_buffer" and t.element is not None:
-                inner = packer.encode(t.element, value, name)
+            if t.kind in ("constant_buffer", "parameter_block") and t.element is not None:
+                inner = packer.encode(t.element, value, name)   # nested resources bind through here too
                 dev = cupy.asarray(np.frombuffer(inner, np.uint8))
                 packer.keepalive.append(dev)
                 return struct.pack("<Q", dev.data.ptr)
+            if t.kind == "sampler":
+                sampler_from(value)   # checked here; its state went into the dispatch's texture objects
+                return struct.pack("<Q", 0)
+            if t.is_texture:
+                if textures is None:
+                    raise ParameterError(f"parameter `{name}` is {t.name}: no texture binder for this dispatch")
+                return struct.pack("<Q", textures.bind(name, t, value))
             if not t.is_buffer:
                 raise ParameterError(
-                    f"parameter `{name}` is {t.name}: the CUDA backend does not bind {t.shape or t.kind} yet; "
-                    "use Session(backend='vulkan') for textures and samplers")
+                    f"parameter `{name}` is {t.name}: the CUDA backend does not bind {t.shape or t.kind}")
             dev = _on_device(value)
             if dev is not None:
                 count = self._check_device_array(dev, name, t)
@@ -170,19 +213,21 @@ class CudaBackend:
             self._last_pointers.clear()
         packer: Packer | None = None  # the general path, only for arguments the fast writers decline
         writebacks: list[tuple[np.ndarray, Any]] = []
+        binder = TextureBinder(self.cupy, self, dispatch_sampler(plan.samplers, values, kernel.entry), _on_device) \
+            if plan.textured else None
         stream = self.cupy.cuda.get_current_stream()
         with plan.lock:  # the argument slots are reused from launch to launch
             for (p, write), slot in zip(plan.params, plan.slots):
                 v = values[p.name]
                 if write is None or not write(v, slot):
-                    packer = packer or Packer(self._bind(writebacks))
+                    packer = packer or Packer(self._bind(writebacks, binder))
                     data = packer.encode(p.type, v, p.name)
                     if len(data) > len(slot):
                         raise ParameterError(f"{kernel.entry}: `{p.name}` encoded to {len(data)} bytes, "
                                              f"more than its {len(slot)}-byte argument slot")
                     ctypes.memmove(slot, data, len(data))
             if plan.globals:
-                self._upload_globals(plan, kernel, values, packer or Packer(self._bind(writebacks)))
+                self._upload_globals(plan, kernel, values, packer or Packer(self._bind(writebacks, binder)))
             if plan.report is not None:
                 plan.report.memset_async(0, 32, stream)
             self._launch(plan.fn_ptr, *groups, *plan.block, 0, stream.ptr, plan.params_ptr, 0)
@@ -193,6 +238,8 @@ class CudaBackend:
             self._check_bounds(plan.report, kernel, values, stream, packer)
         for host, dev in writebacks:
             dev.get(out=host, stream=stream)
+        if binder is not None:
+            binder.write_back()
         if writebacks or plan.printf:
             stream.synchronize()
 
@@ -272,7 +319,8 @@ class _Plan:
         self.entry = kernel.entry_point
         self.module, self.fn_ptr = module, fn.ptr
         self.block = self.entry.numthreads
-        self.globals = kernel.reflection.globals
+        # a kernel that uses none of its module's globals has no SLANG_globalParams symbol to fill
+        self.globals = kernel.reflection.globals if "SLANG_globalParams" in _body(kernel.code) else ()
         self.params = [(p, fast_writer(p.type, cupy.ndarray, _device_pointer)) for p in self.entry.uniforms]
         self.slots = [ctypes.create_string_buffer(max(16, p.type.size)) for p in self.entry.uniforms]
         self._params = (ctypes.c_void_p * max(1, len(self.slots)))(*[ctypes.addressof(b) for b in self.slots])
@@ -280,7 +328,19 @@ class _Plan:
         self.lock = threading.Lock()
         self.printf = "printf" in _body(kernel.code)
         self.report = module.get_global("sk_bounds_report") if checked else None
+        every = [*self.entry.uniforms, *self.globals]
+        self.samplers = sampler_paths(every)
+        self.textured = bool(self.samplers) or any(_has_texture(p.type) for p in every)
 
 
 def _device_pointer(a: Any) -> int:
     return int(a.data.ptr)
+
+
+def _has_texture(t: TypeInfo) -> bool:
+    """Does a parameter of type `t` hold a texture somewhere (fields, arrays, parameter blocks)?"""
+    if t.is_texture:
+        return True
+    if t.kind in ("struct",):
+        return any(_has_texture(f.type) for f in t.fields)
+    return t.element is not None and t.kind in ("array", "constant_buffer", "parameter_block") and _has_texture(t.element)
