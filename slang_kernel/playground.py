@@ -43,13 +43,14 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
-from .backends import Backend, device_buffers, shared_arrays, textures
-from .backends._packing import element_dtype, numpy_dtype
+from .backends import Backend
+from .backends._packing import numpy_dtype
 from .compiled import CompiledKernel
 from .compiler.diagnostics import SlangCompileError
 from .compiler.reflection import ParamInfo, TypeInfo
 from .errors import PlaygroundError
 from .kernels import check_parameters, groups_for
+from .playground_resources import Declaration, Resource, declared_formats, make_resource
 
 if TYPE_CHECKING:
     from .session import Session
@@ -241,13 +242,12 @@ def to_rgba8(a: np.ndarray) -> np.ndarray:
 
 # -- the program --------------------------------------------------------------------------------------
 
-Declaration = tuple[TypeInfo, tuple[tuple[str, tuple[Any, ...]], ...]]
-
-
-def _declaration(p: ParamInfo) -> Declaration:
-    """What a global was declared as (its type and playground attributes with their arguments): a
-    re-bind keeps a resource or an input exactly while this is unchanged."""
-    return p.type, tuple(sorted(_pg_attrs(p.attributes).items(), key=lambda kv: kv[0]))
+def _declaration(p: ParamInfo, formats: Mapping[str, str] | None = None) -> Declaration:
+    """What a global was declared as (its type, playground attributes with their arguments and its
+    explicit [format]): a re-bind keeps a resource or an input exactly while this is unchanged."""
+    attrs = sorted(_pg_attrs(p.attributes).items(), key=lambda kv: kv[0])
+    fmt = (formats or {}).get(p.name)
+    return p.type, tuple(attrs) + ((("format", (fmt,)),) if fmt else ())
 
 
 @dataclass
@@ -262,50 +262,12 @@ class Input:
     declared: Declaration | None = field(default=None, repr=False)
 
 
-@dataclass
-class Resource:
-    name: str
-    kind: str             # ZEROS, RAND, BLACK, BLACK_3D, BLACK_SCREEN, URL, DATA, SAMPLER
-    type: TypeInfo
-    args: tuple[Any, ...]
-    value: Any            # numpy array (no device buffers), the backend's buffer / texture / sampler object
-    shape: tuple[int, ...] = ()   # element shape: (n,) buffers, (h, w) / (d, h, w) textures
-    declared: Declaration | None = field(default=None, repr=False)
-
-
 _RESOURCE_KINDS = ("ZEROS", "RAND", "BLACK", "BLACK_3D", "BLACK_SCREEN", "URL", "DATA", "SAMPLER")
 _INPUT_KINDS = ("TIME", "FRAME_ID", "MOUSE_POSITION", "KEY", "SLIDER", "COLOR_PICK")
 
 
 def _pg_attrs(attrs: Sequence[tuple[str, tuple[Any, ...]]]) -> dict[str, tuple[Any, ...]]:
     return {n[len("playground_"):]: a for n, a in attrs if n.startswith("playground_")}
-
-
-def _texel(t: TypeInfo) -> tuple[np.dtype[Any], int]:
-    el = t.element
-    if el is not None and el.kind in ("scalar", "vector") and el.scalar:
-        dt = np.dtype({"float32": np.float32, "int32": np.int32, "uint32": np.uint32}.get(el.scalar, np.float32))
-        return dt, (el.count if el.kind == "vector" else 1) or 1
-    return np.dtype(np.float32), 4
-
-
-def _resolve_path(url: str, base: Path | None) -> bytes:
-    if re.match(r"^[a-z]+://", url) and not url.startswith("file://"):
-        import urllib.request
-
-        try:
-            with urllib.request.urlopen(url, timeout=10) as r:
-                data: bytes = r.read()
-                return data
-        except Exception as exc:
-            raise PlaygroundError(f"could not fetch {url} ({exc}); download it and use a local path") from None
-    p = Path(url[7:] if url.startswith("file://") else url).expanduser()
-    if not p.is_absolute() and base is not None:
-        p = base / p
-    try:
-        return p.read_bytes()
-    except OSError as exc:
-        raise PlaygroundError(f"could not read {p}: {exc}") from None
 
 
 def _zero_value(t: TypeInfo) -> Any:
@@ -328,6 +290,7 @@ class _Revision:
     compiled: Mapping[str, CompiledKernel]
     globals: Mapping[str, ParamInfo]
     sources: tuple[str, ...]   # the module chain's texts (printing's string literals)
+    formats: Mapping[str, str] = field(default_factory=dict)   # global -> its explicit [format("...")]
 
 
 def _compile(session: "Session", name: str) -> _Revision:
@@ -350,7 +313,8 @@ def _compile(session: "Session", name: str) -> _Revision:
         for p in ck.reflection.globals:
             found.setdefault(p.name, p)
     sources = tuple(dict.fromkeys(m.source for ck in compiled.values() for m in ck.chain))
-    return _Revision(c.digest, c.source, session.backend, tuple(kernels), compiled, found, sources)
+    return _Revision(c.digest, c.source, session.backend, tuple(kernels), compiled, found, sources,
+                     declared_formats(*sources, c.source))
 
 
 def last_good_message(cell: str, exc: BaseException) -> str:
@@ -484,7 +448,7 @@ class PlaygroundProgram:
         uniforms: dict[str, Any] = {}
         created = False
         for p in rev.globals.values():
-            decl, attrs, t = _declaration(p), _pg_attrs(p.attributes), p.type
+            decl, attrs, t = _declaration(p, rev.formats), _pg_attrs(p.attributes), p.type
             res = next(((k, attrs[k]) for k in _RESOURCE_KINDS if k in attrs), None)
             inp = next(((k, attrs[k]) for k in _INPUT_KINDS if k in attrs), None)
             if res is not None:
@@ -492,7 +456,9 @@ class PlaygroundProgram:
                 if keep and was is not None and was.declared == decl:
                     resources[p.name] = was
                 else:
-                    resources[p.name] = self._resource(rev.backend, p.name, t, *res, decl)
+                    resources[p.name] = make_resource(rev.backend, p.name, t, *res, decl, rng=self.rng,
+                                                      screen=self.screen, base_dir=self.base_dir,
+                                                      formats=rev.formats)
                     created = True
             elif inp is not None:
                 was_in = self.inputs.get(p.name)
@@ -511,7 +477,8 @@ class PlaygroundProgram:
                     f"{what}: add e.g. [playground::ZEROS(n)], [playground::BLACK(w, h)] or [playground::SAMPLER]")
             else:
                 before = old.globals.get(p.name) if old is not None else None
-                same = before is not None and _declaration(before) == decl and p.name in self.uniforms
+                same = before is not None and _declaration(before, old.formats if old else None) == decl \
+                    and p.name in self.uniforms
                 uniforms[p.name] = self.uniforms[p.name] if same else _zero_value(t)
         once = {e for e, a in rev.kernels if "CALL_ONCE" in a and (
             created or old is None or e not in old.compiled or old.compiled[e].key != rev.compiled[e].key)}
@@ -529,81 +496,6 @@ class PlaygroundProgram:
         if kind == "MOUSE_POSITION":
             return np.zeros(4, _vector_scalar(t))
         return 0 if (t.scalar or "").startswith(("int", "uint")) else 0.0
-
-    def _resource(self, backend: Backend, name: str, t: TypeInfo, kind: str, args: tuple[Any, ...],
-                  declared: Declaration) -> Resource:
-        caps = backend.capabilities
-        value: Any
-        if kind == "SAMPLER":  # linear filtering, wrap addressing: an sgl sampler's defaults
-            value = textures(backend).sampler("linear") if "textures" in caps else None
-            return Resource(name, kind, t, args, value, (), declared)
-        if kind in ("ZEROS", "RAND", "DATA"):
-            if not t.is_buffer:
-                raise PlaygroundError(f"[playground::{kind}] on `{name}` needs a structured buffer; it is {t.name}")
-            eshape: tuple[int, ...] = ()
-            if t.shape == "byte_address_buffer" or t.element is None:
-                base = np.dtype(np.uint32)
-            else:
-                base, eshape = element_dtype(t.element)
-            if kind == "DATA":
-                raw = _resolve_path(str(args[0]), self.base_dir)
-                item = base.itemsize * int(np.prod(eshape, dtype=np.int64))
-                n = max(1, -(-len(raw) // item))
-                raw = raw + bytes(n * item - len(raw))
-                arr = np.frombuffer(raw, base).reshape((n, *eshape)).copy()
-            else:
-                n = int(args[0])
-                if n <= 0:
-                    raise PlaygroundError(f"[playground::{kind}({n})] on `{name}`: the size must be positive")
-                arr = np.zeros((n, *eshape), base)
-                if kind == "RAND":
-                    arr[...] = self.rng.random(arr.shape).astype(base) if base.kind == "f" else \
-                        (self.rng.random(arr.shape) * 2**31).astype(base)
-            value = arr
-            if "device_buffers" in caps:
-                value = device_buffers(backend).buffer(arr)
-            elif "shared_arrays" in caps:   # the CPU worker uses shared memory without copies
-                value = shared_arrays(backend).zeros(arr.shape, arr.dtype)
-                value[...] = arr
-            return Resource(name, kind, t, args, value, (arr.shape[0],), declared)
-        if kind in ("BLACK", "BLACK_3D", "BLACK_SCREEN", "URL"):
-            if not t.is_texture:
-                raise PlaygroundError(f"[playground::{kind}] on `{name}` needs a texture; it is {t.name}")
-            if "textures" not in caps:
-                raise PlaygroundError(
-                    f"`{name}` ({t.name}, [playground::{kind}]) is a texture, and the {backend.name} backend has no "
-                    "textures: run this cell on Vulkan (`%slang_backend vulkan`, or Session(backend='vulkan'))")
-            dt, ch = _texel(t)
-            dims = 3 if kind == "BLACK_3D" else 2
-            if kind == "URL":
-                arr = self._load_image(str(args[0]), ch, dt)
-            else:
-                shape: tuple[int, ...]
-                if kind == "BLACK":
-                    shape = (int(args[1]), int(args[0]))
-                elif kind == "BLACK_3D":
-                    shape = (int(args[2]), int(args[1]), int(args[0]))
-                else:
-                    shape = (max(1, int(self.screen[1] * float(args[1]))), max(1, int(self.screen[0] * float(args[0]))))
-                arr = np.zeros((*shape, ch), dt)
-            value = textures(backend).texture(arr, dims=dims)
-            return Resource(name, kind, t, args, value, arr.shape[:dims], declared)
-        raise PlaygroundError(f"unknown playground resource {kind}")
-
-    def _load_image(self, url: str, channels: int, dt: np.dtype[Any]) -> np.ndarray:
-        import io
-
-        from PIL import Image
-
-        raw = _resolve_path(url, self.base_dir)
-        try:
-            img = Image.open(io.BytesIO(raw)).convert("RGBA")
-        except Exception as exc:
-            raise PlaygroundError(f"{url} is not an image Pillow can read ({exc})") from None
-        a = np.asarray(img, np.float32) / 255.0
-        if channels < 4:
-            a = a[..., :channels]
-        return np.ascontiguousarray(a.astype(dt))
 
     # -- running
 
@@ -658,11 +550,11 @@ class PlaygroundProgram:
             self.follow()
             rev = self._rev
             self.set(**values)
-            for name, inp in self.inputs.items():
+            for name, inp in self.inputs.items():   # in the uniform's own type: uint, int or float
                 if inp.kind == "TIME" and "TIME" not in values and name not in values:
-                    self.uniforms[name] = (time.perf_counter() - self.start) * 1000.0
+                    self.uniforms[name] = _as_scalar(inp.type, (time.perf_counter() - self.start) * 1000.0)
                 elif inp.kind == "FRAME_ID" and name not in values:
-                    self.uniforms[name] = self.frame_index if isinstance(inp.value, int) else float(self.frame_index)
+                    self.uniforms[name] = _as_scalar(inp.type, self.frame_index)
             printing = self.resources.get("g_printedBuffer")
             if printing is not None:
                 self._clear_prints(printing)
@@ -732,6 +624,17 @@ def program_for(session: "Session", cell: str) -> PlaygroundProgram | None:
         return None
     prog = PlaygroundProgram(session, cell)
     return prog if prog.runnable else None
+
+
+def _as_scalar(t: TypeInfo, x: float) -> int | float:
+    """A TIME / FRAME_ID value for a uniform of type t: whole numbers for int and uint (TIME in
+    milliseconds, wrapping as the Playground's 32-bit uniforms do), else a float."""
+    s = t.scalar or "float32"
+    if s.startswith("uint"):
+        return int(x) & 0xFFFFFFFF
+    if s.startswith("int"):
+        return (int(x) + 2**31) % 2**32 - 2**31
+    return float(x)
 
 
 def _vector_scalar(t: TypeInfo) -> np.dtype:

@@ -168,7 +168,7 @@ class VulkanTexture:
         kind = {1: spy.TextureType.texture_1d, 2: spy.TextureType.texture_2d, 3: spy.TextureType.texture_3d}[dims]
         usage = (spy.TextureUsage.shader_resource | spy.TextureUsage.unordered_access
                  | spy.TextureUsage.copy_source | spy.TextureUsage.copy_destination)
-        if self.dtype == np.uint8 or self.channels == 3:
+        if self.channels == 3:   # stored as rgba: sampled only (an rgba8 storage image is tried, e.g. [format("rgba8")])
             usage = spy.TextureUsage.shader_resource | spy.TextureUsage.copy_source | spy.TextureUsage.copy_destination
         try:
             self.sgl = backend.device.create_texture(
