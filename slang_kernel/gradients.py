@@ -12,6 +12,8 @@
   a vector at once and is meant for scalar inputs).
 * :func:`flow_graph` - the function's data-flow graph (instruction level) with inputs, no_diff
   parameters, ``no_diff``/[TreatAsDifferentiable] calls and calls of custom derivatives marked.
+* :func:`flow_values` - per node of that graph, its value and its derivative at the checked inputs
+  (``flow_eval``), so a broken derivative is seen at the node where it starts.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import numpy as np
 from .cache import digest
 from .cells import Cell
 from .compiler.diagnostics import SlangCompileError, parse_diagnostics
+from .flow_eval import Callee, Inst, evaluate_flow, split_args, value_rank
 from .ir import (AUTODIFF_OPS, IRFunction, IRInst, IRModule, _back_edges, classify_autodiff, parse_ir, split_dump,
                  to_graph)
 
@@ -35,7 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AUTODIFF_PASS", "KNOWN_PASSES", "IRViews", "InputGrad", "GradientReport",
-    "ir_views", "ir_graph_data", "function_data", "gradient_report", "flow_graph",
+    "ir_views", "ir_graph_data", "function_data", "gradient_report", "flow_graph", "flow_values",
 ]
 
 AUTODIFF_PASS = "finalizeAutoDiffPass"
@@ -465,3 +468,51 @@ def flow_graph(session: "Session", name: str, views: IRViews | None = None) -> d
             n["loc"] = None
         n["marks"] = marks
     return {"function": name, "cell": v.cell, "source": v.source, "nodes": g["nodes"], "edges": g["edges"]}
+
+
+def flow_values(fn: "SlangFunction", *args: Any, grad_out: Any = None, views: IRViews | None = None,
+                graph: dict[str, Any] | None = None, rtol: float = 1e-2, atol: float = 1e-3) -> dict[str, Any]:
+    """Per node of ``flow_graph(fn.name)``: its value, its adjoint through the compiler's derivatives
+    (``grad``), the same by finite differences of the primal (``numeric``), ``bad`` where they differ
+    (see :mod:`.flow_eval`). Returns {"nodes": {node id: NodeValue.to_json()}, "note": str | None}."""
+    session = fn.session
+    v = views or ir_views(session, fn.name, autodiff=False)  # type: ignore[arg-type]
+    g = graph or flow_graph(session, fn.name, v)  # type: ignore[arg-type]
+    f = parse_ir(v.views["module"]).function(fn.name)
+    if f is None or not f.blocks:
+        return {"nodes": {}, "note": f"no IR body for {fn.name}"}
+    if len(f.blocks) > 1:
+        return {"nodes": {}, "note": f"{fn.name} has control flow ({len(f.blocks)} blocks): node values are "
+                                     "shown for straight-line functions only"}
+    key = {i.id or f"L{i.line}": f"{f.id}:{i.id or 'L%d' % i.line}" for i in (*f.blocks[0].params, *f.blocks[0].insts)}
+    nodes = {n["id"]: n for n in g.get("nodes", [])}
+    callee_name = {k: n.get("callee") for k, n in nodes.items()}
+    inputs = f.blocks[0].params
+    if len(inputs) != len(args):
+        return {"nodes": {}, "note": f"{fn.name}: {len(inputs)} IR parameters for {len(args)} arguments"}
+    params = {p.id or "": (np.asarray(a, np.float64), value_rank(p.type)) for p, a in zip(inputs, args)}
+    insts: list[Inst] = []
+    callees: dict[str, Callee] = {}
+    cdiff: dict[str, list[int]] = {}
+    output: str | None = None
+    for i in f.blocks[0].insts:
+        if i.opcode.startswith("Debug") or not i.id and i.opcode != "return_val":
+            continue
+        if i.opcode == "return_val":
+            output = i.operands[0] if i.operands else None
+            continue
+        name = callee_name.get(key.get(i.id or "", ""))
+        if i.opcode == "call" and name and _is_function(session, name):  # type: ignore[arg-type]
+            c = type(fn)(session, name)   # the callee as a SlangFunction of the same session
+            callees[name] = c
+            cdiff[name] = c.differentiable_params(c.info(len(split_args(i.args))))
+        node = nodes.get(key.get(i.id or "", ""), {})
+        insts.append(Inst(i.id or "", i.opcode, name, tuple(split_args(i.args)), value_rank(i.type),
+                          "no_diff" in node.get("marks", ())))
+    if output is None:
+        return {"nodes": {}, "note": f"{fn.name} returns no value"}
+    gout = np.float64(1.0) if grad_out is None else np.asarray(grad_out, np.float64)
+    no_diff = [p.id or "" for p in inputs if "no_diff" in nodes.get(key.get(p.id or "", ""), {}).get("marks", ())]
+    vals = evaluate_flow(insts, params, output, gout, callees, cdiff, no_diff=no_diff, rtol=rtol, atol=atol)
+    return {"nodes": {key.get(k, f"{f.id}:{k}"): nv.to_json() for k, nv in vals.items()}, "note": None}
+

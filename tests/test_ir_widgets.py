@@ -206,3 +206,37 @@ def test_irgraph_opens_on_the_asked_function_and_search_finds_functions(session)
     assert (g.data["views"][0]["id"], g.data["views"][0]["functions"][0]["id"], some["id"]) in g.find("%" + some["id"])
     assert g.search("") == [] and g.find("no-such-thing-xyz") == []
     assert W.IRGraph.of(session, "loss17", columns="derivatives").columns == "derivatives"
+
+
+def test_gradient_flow_node_values_point_at_the_broken_derivative(session: sk.Session) -> None:
+    """Every node of the graph gets its value and its derivative at the checked inputs: through the
+    compiler's own derivatives they add up to bwd_diff's gradients, and where they disagree with
+    finite differences is where the custom derivative breaks (its call's operand `b`)."""
+    session.run_cell(SAFE_DIVIDE.replace("FACTOR", "2.0"), name="safe")
+    fn = session.function("loss")
+    flow = W.GradientFlow.check(fn, *ARGS)
+    rep = flow.result
+    params = {n["name"]: n["id"] for n in flow.graph["nodes"] if "param" in n}
+    for name in ("a", "b", "v"):   # the replayed adjoints are bwd_diff's gradients
+        node = flow.node(params[name])
+        assert np.allclose(node["value"], rep.input(name).value)
+        assert np.allclose(node["grad"], rep.input(name).bwd, rtol=1e-4, atol=1e-5), name
+    assert flow.node(params["w"])["grad"] is None and "no_diff" in flow.node(params["w"])["note"]
+    out = next(n["id"] for n in flow.graph["nodes"] if "output" in n["marks"])
+    assert np.isclose(flow.node(out)["value"], rep.result, rtol=1e-5) and flow.node(out)["grad"] == 1.0
+    assert flow.bad_nodes == [params["b"]]   # the denominator operand of the custom-derivative call
+    b = flow.node(params["b"])
+    assert np.isclose(b["numeric"], rep.input("b").numeric, rtol=1e-2)
+    json.dumps(flow.graph)
+    with pytest.raises(KeyError, match="no node 'nope'"):
+        flow.node("nope")
+
+    session.run_cell(SAFE_DIVIDE.replace("FACTOR", "1.0"), name="safe")
+    fixed = W.GradientFlow.check(session.function("loss"), *ARGS)
+    assert fixed.bad_nodes == [] and fixed.graph["values"]
+
+
+def test_gradient_flow_node_values_of_a_function_with_control_flow_say_why_not(session: sk.Session) -> None:
+    session.run_cell(LOOP, name="loop")
+    flow = W.GradientFlow.check(session.function("poly"), np.float32(0.5), np.float32(2.0), np.int32(3))
+    assert flow.graph["values"] == {} and "control flow" in flow.graph["values_note"]

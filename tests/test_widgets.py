@@ -517,3 +517,73 @@ def test_set_values_from_python_moves_the_browser_controls() -> None:
     before = live._controls
     live._on_msg(live, {"type": "frame", "values": {"gain": 0.5}, "req": 1}, [])
     assert live.values["gain"] == 0.5 and live._controls is before          # a browser value is not echoed
+
+
+def test_pixel_click_runs_on_pixel_and_answers_with_text_or_a_clear_error() -> None:
+    clicks: list[tuple[int, int]] = []
+
+    def who(x: int, y: int) -> str:
+        clicks.append((x, y))
+        if x == 7:
+            raise RuntimeError("no such thread")
+        return f"thread {x},{y}"
+
+    iv = W.ImageView(np.zeros((8, 16), np.float32), on_pixel=who)
+    assert iv.pixel_debug and not W.ImageView(np.zeros((2, 2))).pixel_debug
+    sent = Sent(iv)
+    iv._on_view_msg(iv, {"type": "pixel", "req": 3, "x": 5, "y": 2}, [])
+    reply = sent.msgs[-1][0]
+    assert reply == {"type": "pixel", "req": 3, "x": 5, "y": 2, "text": "pixel (5, 2)\nthread 5,2", "error": None}
+    assert iv.last_pixel == "thread 5,2" and iv.pixel_text == reply["text"]
+    for bad in ({"x": 16, "y": 0}, {"x": -1, "y": 0}, {"x": True, "y": 0}, {"x": "1", "y": 0}):
+        iv._on_view_msg(iv, {"type": "pixel", "req": 4, **bad}, [])
+        assert sent.msgs[-1][0]["text"] == "" and "pixel (" in sent.msgs[-1][0]["error"], bad
+    iv._on_view_msg(iv, {"type": "pixel", "req": 5, "x": 7, "y": 1}, [])
+    assert "RuntimeError: no such thread" in sent.msgs[-1][0]["error"]
+    assert clicks == [(5, 2), (7, 1)]   # out-of-range clicks never reach on_pixel
+    assert iv.pixel(1, 1) == "thread 1,1"   # the same from Python
+    with pytest.raises(RuntimeError, match="no on_pixel"):
+        W.ImageView(np.zeros((2, 2))).pixel(0, 0)
+    with pytest.raises(TypeError, match="on_pixel= or debug="):
+        W.ImageView(np.zeros((2, 2)), on_pixel=who, debug=object())
+    with pytest.raises(TypeError, match="ComputeKernel"):
+        W.ImageView(np.zeros((2, 2)), debug=object())
+    with pytest.raises(TypeError, match="must be a function"):
+        iv.on_pixel = 3  # type: ignore[assignment]
+
+
+PIXEL_KERNEL = """
+import debug;
+[shader("compute")][numthreads(4, 4, 1)]
+void tint(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float4> image, uniform float gain)
+{
+    float r = gain * float(t.x) / 4.0;
+    printf("r=%f\\n", r);
+    debug_value("r", r);
+    image[t.y * 4 + t.x] = float4(r, float(t.y) / 4.0, 0.0, 1.0);
+}
+"""
+
+
+def test_pixel_click_of_a_kernel_image_debugs_that_thread(cpu_session) -> None:
+    """ImageView(debug=k, params=...) and live(k): pixel (x, y) is thread (x, y, 0), run through
+    k.debug with the view's parameters (a live view's current control values)."""
+    s = cpu_session
+    s.run_cell(PIXEL_KERNEL, name="tinter")
+    k = s.kernel("tint")
+    image = np.zeros((4, 4, 4), np.float32)
+    iv = W.ImageView(image, debug=k, params={"image": image, "gain": 2.0, "threads": (4, 4, 1)})
+    d = iv.pixel(3, 1)
+    assert d.thread == (3, 1, 0) and d.printed == ("r=1.500000",) and float(d.values["r"]) == 1.5
+    assert "thread (3, 1, 0)" in iv.pixel_text and "r=1.500000" in iv.pixel_text
+
+    view = W.live(k, image="image", controls={"gain": W.Slider(0, 4, 1.0)}, values={"image": image},
+                  threads=(4, 4, 1), display_size=(4, 4))
+    assert view.pixel_debug
+    _frame(view, 1, gain=3.0)
+    sent = Sent(view)
+    view._on_msg(view, {"type": "pixel", "req": 1, "x": 2, "y": 3}, [])   # LiveImage leaves it to the view
+    view._on_view_msg(view, {"type": "pixel", "req": 1, "x": 2, "y": 3}, [])
+    reply = sent.msgs[-1][0]
+    assert reply["error"] is None and "thread (2, 3, 0)" in reply["text"] and "r=1.500000" in reply["text"]
+    assert float(view.last_pixel.values["r"]) == 1.5   # gain 3 (the slider's value) * 2 / 4

@@ -19,6 +19,8 @@ __all__ = [
     "FrameMeta",
     "FrameRequest",
     "FrameError",
+    "PixelRequest",
+    "PixelReply",
     "ControlSpec",
     "IRInstData",
     "IRBlockData",
@@ -180,6 +182,28 @@ class FrameError(_FrameErrorBase, total=False):
     """Python -> browser: rendering failed (no frame); reqs: the requests it answers."""
 
     reqs: list[int]
+
+
+class PixelRequest(TypedDict):
+    """Browser -> Python: the user clicked pixel (x, y) of a view with ``pixel_debug`` on; Python runs
+    the view's ``on_pixel`` (for a kernel's image: that pixel's thread through ``k.debug``)."""
+
+    type: Literal["pixel"]
+    req: int
+    x: int
+    y: int
+
+
+class PixelReply(TypedDict):
+    """Python -> browser: what ``on_pixel`` returned for request ``req``, as text (``ThreadDebug.text()``
+    for a kernel thread), or ``error`` (a clear message; text is then empty). Shown beside the image."""
+
+    type: Literal["pixel"]
+    req: int
+    x: int
+    y: int
+    text: str
+    error: str | None
 
 
 class ControlSpec(TypedDict, total=False):

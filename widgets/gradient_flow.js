@@ -4,12 +4,25 @@
 // 2. The function's data-flow graph (instructions, def-use edges): inputs show value and gradient,
 //    flagged inputs red, no_diff parameters/calls and [TreatAsDifferentiable] callees orange, calls
 //    of custom derivatives purple, the returned value shows the result. Drag pans, wheel zooms.
+//    Nodes are sized to their text (measured). Clicking a node shows, beside the graph, its value
+//    and its derivative at the checked inputs (graph.values, slang_kernel.flow_eval); nodes whose
+//    derivative disagrees with finite differences get a red outline. Before a click the panel
+//    shows the output node.
 // 3. Training history: per parameter buffer the gradient norm per step, a histogram of the latest
 //    gradient, and a heat map (steps x element bins of |grad|) from the binary `_heat` buffer.
 import dagre from "./vendor/dagre.esm.js";
 import { el, sv } from "./_dom.js";
 
-const CH = 6.6;
+// node text width as drawn: measured with the SVG text's font (11px code font)
+let measureCtx = null;
+function textWidth(s) {
+  if (!measureCtx) {
+    measureCtx = document.createElement("canvas").getContext("2d");
+    const fam = getComputedStyle(document.body).getPropertyValue("--jp-code-font-family").trim() || "monospace";
+    measureCtx.font = `11px ${fam}`;
+  }
+  return measureCtx.measureText(s).width;
+}
 
 function num(v) {
   if (v === null || v === undefined) return "—";
@@ -88,6 +101,30 @@ function render({ model, el: host }) {
     }
   }
 
+  // the side panel: one node's instruction, source line, value, derivative (adjoint) and check
+  function showNode(gd, n, d, keepHint) {
+    if (!keepHint) info.innerHTML = "";
+    const nv = (gd.values || {})[n.id], marks = n.marks || [];
+    info.dataset.node = n.id;
+    el("div", "sk-gf-ititle", info, d.lines[0]);
+    el("div", "sk-gf-itext", info, n.text);
+    if (n.loc) el("div", "sk-gf-iloc", info, `${gd.cell} line ${n.loc[0]}: ${((gd.source || "").split("\n")[n.loc[0] - 1] || "").trim()}`);
+    if (marks.length) el("div", "sk-gf-imarks", info, `marks: ${marks.join(", ")}`);
+    if (!nv) { el("div", "sk-gf-inote", info, gd.values_note || "no values for this node"); return; }
+    const row = (cls, label, v) => { const r = el("div", "sk-gf-ival " + cls, info); el("b", "", r, label + " "); el("span", "", r, show(v)); };
+    row("sk-gf-iv-value", "value", nv.value);
+    if (nv.grad !== null) row("sk-gf-iv-grad", "∂out/∂node", nv.grad);
+    if (nv.numeric !== null) row("sk-gf-iv-fd", "finite diff", nv.numeric);
+    if (nv.bad) el("div", "sk-gf-ibad", info, "✗ the derivative disagrees with finite differences here");
+    else if (nv.grad !== null && nv.numeric !== null) el("div", "sk-gf-iok", info, "✓ derivative agrees with finite differences");
+    if (nv.note) el("div", "sk-gf-inote", info, nv.note);
+  }
+  function selectNode(id) {
+    for (const e of scene.querySelectorAll(".sk-gf-sel")) e.classList.remove("sk-gf-sel");
+    const e = scene.querySelector(`g[data-node="${CSS.escape(id)}"]`);
+    if (e) e.classList.add("sk-gf-sel");
+  }
+
   function drawGraph() {
     const gd = model.get("graph") || {}, rep = model.get("report") || {};
     scene.innerHTML = "";
@@ -103,8 +140,8 @@ function render({ model, el: host }) {
       const inp = n.param !== undefined ? inputs[n.param] : undefined;
       if (inp) { lines[0] = `${inp.name}: ${inp.type}`; lines.push(`value ${show(inp.value)}`); if (inp.kind === "diff") lines.push(`∂ ${show(inp.bwd)}`); if (inp.ok === false) lines.push(`fd ${show(inp.numeric)}`); }
       if ((n.marks || []).includes("output") && rep.result !== undefined) lines.push(`= ${show(rep.result)}`);
-      const w = Math.max(...lines.map((l) => l.length)) * CH + 14;
-      g.setNode(n.id, { width: Math.min(w, 320), height: 8 + 14 * lines.length, n, lines, inp });
+      const w = Math.max(...lines.map(textWidth)) * 1.06 + 16;  // a little slack for font fallbacks
+      g.setNode(n.id, { width: w, height: 8 + 14 * lines.length, n, lines, inp });
     }
     for (const e of gd.edges) if (g.hasNode(e.source) && g.hasNode(e.target)) g.setEdge(e.source, e.target);
     const t0 = performance.now();
@@ -125,12 +162,16 @@ function render({ model, el: host }) {
       if (d.inp) grp.dataset.input = d.inp.name;
       grp.dataset.marks = marks.join(" ");
       sv("rect", { width: d.width, height: d.height, rx: 4 }, grp);
-      d.lines.forEach((l, k) => sv("text", { x: 7, y: 15 + 14 * k }, grp, l.length > 48 ? l.slice(0, 47) + "…" : l));
-      grp.addEventListener("click", () => {
-        info.textContent = `${n.text}${n.loc ? `\n${gd.cell} line ${n.loc[0]}: ${(gd.source || "").split("\n")[n.loc[0] - 1] || ""}` : ""}` +
-          (marks.length ? `\nmarks: ${marks.join(", ")}` : "");
-      });
+      const nv = (gd.values || {})[n.id];
+      if (nv && nv.bad) grp.classList.add("sk-gf-n-wrong");
+      grp.dataset.node = n.id;
+      d.lines.forEach((l, k) => sv("text", { x: 8, y: 15 + 14 * k }, grp, l));
+      grp.addEventListener("click", () => { showNode(gd, n, d); selectNode(id); });
     }
+    const out = g.nodes().map((id) => g.node(id)).find((d) => (d.n.marks || []).includes("output"));
+    info.innerHTML = "";
+    el("div", "sk-gf-hint", info, "Click a node to see its value and its derivative at these inputs.");
+    if (out) showNode(gd, out.n, out, true);
     const gi = g.graph(), W = svg.clientWidth || 700, H = model.get("height");
     tf.k = Math.min(1, (W - 20) / (gi.width || 1), (H - 20) / (gi.height || 1));
     tf.x = (W - gi.width * tf.k) / 2; tf.y = 10; applyTf();

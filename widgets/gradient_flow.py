@@ -105,11 +105,31 @@ class GradientFlow(HtmlFallback, anywidget.AnyWidget):
     def check(cls, fn: Any, *args: Any, grad_out: Any = None, eps: float = 1e-3, rtol: float = 1e-2,
               atol: float = 1e-3, graph: bool = True, **kwargs: Any) -> "GradientFlow":
         """Check `fn` (a SlangFunction) at `args`: bwd_diff, fwd_diff, finite differences per input."""
-        from slang_kernel.gradients import flow_graph, gradient_report
+        from slang_kernel.gradients import flow_graph, flow_values, gradient_report, ir_views
 
         rep = gradient_report(fn, *args, grad_out=grad_out, eps=eps, rtol=rtol, atol=atol)
-        g = flow_graph(fn.session, fn.name) if graph else {}
+        g: dict[str, Any] = {}
+        if graph:
+            views = ir_views(fn.session, fn.name, autodiff=False)
+            g = flow_graph(fn.session, fn.name, views)
+            vals = flow_values(fn, *args, grad_out=grad_out, views=views, graph=g, rtol=rtol, atol=atol)
+            g["values"], g["values_note"] = vals["nodes"], vals["note"]
         return cls(rep, g, **kwargs)
+
+    def node(self, node_id: str) -> dict[str, Any]:
+        """What clicking node `node_id` shows: its graph entry with ``value``, ``grad`` (adjoint through
+        the compiler's derivatives), ``numeric`` (finite differences) and ``bad`` (they disagree)."""
+        nodes = {n["id"]: n for n in self.graph.get("nodes", [])}
+        if node_id not in nodes:
+            raise KeyError(f"no node {node_id!r} in the graph of {self.graph.get('function')}; "
+                           f"nodes: {', '.join(nodes)}")
+        return {**nodes[node_id], **self.graph.get("values", {}).get(node_id, {})}
+
+    @property
+    def bad_nodes(self) -> list[str]:
+        """Graph nodes whose derivative disagrees with finite differences of the primal (where the
+        broken derivative starts: the operands of its call, and the inputs upstream)."""
+        return [k for k, v in self.graph.get("values", {}).items() if v.get("bad")]
 
     @property
     def result(self) -> Any:

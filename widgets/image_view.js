@@ -97,7 +97,14 @@ function render({ model, el: host }) {
 
   const ctrlBox = el("div", "sk-img-controls", root);
   const [dw, dh] = model.get("display_size");
-  const stage = el("div", "sk-img-stage", root);
+  const row = el("div", "sk-img-row", root);
+  const stage = el("div", "sk-img-stage", row);
+  // pixel debugging (pixel_debug): a click asks Python about that pixel (PixelRequest); the answer
+  // (for a kernel's image: that pixel's thread's printf and marked values) shows in this panel
+  const pixPanel = el("div", "sk-img-pixel", row);
+  const pixTitle = el("div", "sk-img-pixtitle", pixPanel, "thread debugger");
+  const pixText = el("pre", "sk-img-pixtext", pixPanel);
+  let pixReq = 0, picked = null;
   const canvas = el("canvas", "sk-img-canvas", stage);
   const banner = el("pre", "sk-img-banner", stage);
   canvas.width = dw; canvas.height = dh;
@@ -156,6 +163,10 @@ function render({ model, el: host }) {
     ctx.imageSmoothingEnabled = false;
     ctx.setTransform(view.s, 0, 0, view.s, view.x, view.y);
     ctx.drawImage(off, 0, 0);
+    if (picked) {  // the pixel whose thread the panel shows
+      ctx.strokeStyle = "#ff3d00"; ctx.lineWidth = 2 / view.s;
+      ctx.strokeRect(picked.x - 0.5, picked.y - 0.5, 2, 2);
+    }
     const lbl = ` ${meta.width}\u00d7${meta.height}\u00d7${meta.channels} ${meta.dtype}${meta.preview ? " (jpeg)" : ""}  zoom ${(view.s * 100).toFixed(0)}%`;
     if (zoomLbl.textContent !== lbl) zoomLbl.textContent = lbl;  // no layout work per frame
   }
@@ -258,14 +269,15 @@ function render({ model, el: host }) {
   let drag = null, mouse = [0, 0, 0, 0];
   canvas.addEventListener("pointerdown", (ev) => {
     canvas.setPointerCapture(ev.pointerId);
-    if (mouseCtl && !ev.shiftKey && ev.button === 0) {
+    // with a Mouse control, plain drags drive it; Shift pans and Alt+click picks a pixel to debug
+    if (mouseCtl && !ev.shiftKey && !(ev.altKey && model.get("pixel_debug")) && ev.button === 0) {
       const p = toImage(ev);
       mouse = [p.x, p.y, p.x, p.y];
       drag = { mode: "mouse" };
       want({ [mouseCtl.name]: mouse.slice() });
       return;
     }
-    drag = { mode: "pan", cx: ev.clientX, cy: ev.clientY, vx: view.x, vy: view.y };
+    drag = { mode: "pan", cx: ev.clientX, cy: ev.clientY, vx: view.x, vy: view.y, moved: false, ev };
   });
   canvas.addEventListener("pointermove", (ev) => {
     showHover(ev);
@@ -276,12 +288,25 @@ function render({ model, el: host }) {
       want({ [mouseCtl.name]: mouse.slice() });
       return;
     }
+    if (Math.abs(ev.clientX - drag.cx) + Math.abs(ev.clientY - drag.cy) > 3) drag.moved = true;
     const r = canvas.getBoundingClientRect(), k = canvas.width / r.width;
     view.x = drag.vx + (ev.clientX - drag.cx) * k;
     view.y = drag.vy + (ev.clientY - drag.cy) * k;
     draw();
   });
-  const endDrag = () => {
+  function pickPixel(ev) {
+    if (!meta || !model.get("pixel_debug")) return;
+    const p = toImage(ev), x = Math.floor(p.x), y = Math.floor(p.y);
+    if (x < 0 || y < 0 || x >= meta.width || y >= meta.height) return;
+    picked = { x, y }; draw();
+    pixReq += 1;
+    root.dataset.pixelReq = String(pixReq);
+    pixPanel.classList.remove("sk-err");
+    pixText.textContent = `pixel (${x}, ${y}): running its thread…`;
+    model.send({ type: "pixel", req: pixReq, x, y });
+  }
+  const endDrag = (ev) => {
+    if (drag && drag.mode === "pan" && !drag.moved && ev && ev.type === "pointerup") pickPixel(ev);
     if (drag && drag.mode === "mouse") {
       mouse = [mouse[0], mouse[1], -Math.abs(mouse[2]), -Math.abs(mouse[3])];
       want({ [mouseCtl.name]: mouse.slice() });
@@ -434,7 +459,21 @@ function render({ model, el: host }) {
       } else if (spec.kind === "color") inp.value = rgbToHex(spec.value);
     }
   }
+  function showPixel() {
+    pixPanel.style.display = model.get("pixel_debug") ? "" : "none";
+    if (!pixText.textContent) pixText.textContent = model.get("pixel_text") || "click a pixel to run its thread through k.debug";
+  }
+  showPixel();
+  function onPixelText() { pixPanel.classList.remove("sk-err"); pixText.textContent = model.get("pixel_text"); }  // view.pixel() from Python
   function onCustom(msg) {
+    if (msg && msg.type === "pixel") {
+      if (msg.req !== pixReq) return;  // an older click's answer
+      pixPanel.classList.toggle("sk-err", !!msg.error);
+      pixText.textContent = msg.error || msg.text;
+      root.dataset.pixel = `${msg.x},${msg.y}`;
+      root.dataset.pixelDone = String(msg.req);
+      return;
+    }
     if (msg && msg.type === "error") {  // the render failed: no frame, the loop stops
       errBox.textContent = msg.message;
       setPlaying(false);
@@ -450,6 +489,8 @@ function render({ model, el: host }) {
   model.on("msg:custom", onCustom);
   model.on("change:_epoch", onEpoch);
   model.on("change:_controls", onControls);
+  model.on("change:pixel_debug", showPixel);
+  model.on("change:pixel_text", onPixelText);
   for (const k of ["exposure", "colormap", "srgb", "range"]) model.on("change:" + k, onTone);
   loadFrame(true).then(() => { syncBar(); ack(); });
   syncBar();
@@ -459,6 +500,8 @@ function render({ model, el: host }) {
     model.off("msg:custom", onCustom);
     model.off("change:_epoch", onEpoch);
     model.off("change:_controls", onControls);
+    model.off("change:pixel_debug", showPixel);
+    model.off("change:pixel_text", onPixelText);
     for (const k of ["exposure", "colormap", "srgb", "range"]) model.off("change:" + k, onTone);
   }
   return cleanup;

@@ -4,6 +4,11 @@ Frames travel as raw binary (uint8 stays uint8, floats become float32, channel c
 tone-mapped in the browser: exposure/colormap changes need no kernel round trip (they work while the
 kernel is busy), and hovering shows the exact raw values. The numpy twin of that arithmetic
 (:func:`._encode.tonemap`) renders the PNG fallback for static viewers.
+
+Clicking a pixel (with ``on_pixel`` set, or ``debug=kernel``; ``live()`` views of a kernel always)
+asks Python what is behind that pixel; for a kernel's image that is the pixel's own thread run
+through ``ComputeKernel.debug`` with the view's parameters (its printf and marked values), shown in a
+panel beside the image (:meth:`ImageView.pixel`).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import traitlets as t
 
 from ._esm import bundle_css, bundle_esm
 from ._encode import COLORMAPS, colormap_lut, png_preview, tonemap
-from ._wire import FrameError, FrameMeta
+from ._wire import FrameError, FrameMeta, PixelReply
 from .controls import Control, InvalidControlValue, validate_values
 
 __all__ = ["ImageView", "LiveImage"]
@@ -109,9 +114,17 @@ class ImageView(anywidget.AnyWidget):
     display_size = t.List(t.Int(), default_value=[512, 512]).tag(sync=True)
     _controls = t.List(t.Dict()).tag(sync=True)
     _epoch = t.Int(0).tag(sync=True)  # bumped by snapshot(): views it left detached stop
+    pixel_debug = t.Bool(False).tag(sync=True)  # a click sends PixelRequest (on_pixel is set)
+    pixel_text = t.Unicode("").tag(sync=True)   # the last pixel's answer, for views drawn later
 
     def __init__(self, image: np.ndarray | None = None, *, exposure: float = 0.0, colormap: str = "viridis",
-                 srgb: bool = False, size: tuple[int, int] = (512, 512), **kwargs: Any) -> None:
+                 srgb: bool = False, size: tuple[int, int] = (512, 512),
+                 on_pixel: Callable[[int, int], Any] | None = None, debug: Any = None,
+                 params: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+        """on_pixel(x, y): called when the user clicks pixel (x, y); what it returns is shown beside the
+        image (its ``text()`` if it has one, else ``str``). debug: a ComputeKernel whose output this is;
+        a click runs ``debug.debug(thread=(x, y, 0), **params)`` (params: the dispatch's parameters,
+        ``threads``/``groups`` included)."""
         luts = {name: colormap_lut(name) for name in COLORMAPS}
         super().__init__(exposure=exposure, colormap=colormap, srgb=srgb, display_size=list(size),
                          _luts=luts, **kwargs)
@@ -119,8 +132,61 @@ class ImageView(anywidget.AnyWidget):
         self._seq = 0
         self._answer: dict[str, Any] = {}
         self._display: Any = None  # the handle of this view's output, for snapshot()
+        self._on_pixel: Callable[[int, int], Any] | None = None
+        self.last_pixel: Any = None  # what the last click's on_pixel returned
+        if debug is not None:
+            if on_pixel is not None:
+                raise TypeError("ImageView: give on_pixel= or debug=, not both")
+            on_pixel = debug_thread(debug, params or {})
+        elif params is not None:
+            raise TypeError("ImageView: params= are the parameters of debug=kernel; pass debug= too")
+        self.on_pixel = on_pixel
+        self.on_msg(self._on_view_msg)
         if image is not None:
             self.update(image)
+
+    @property
+    def on_pixel(self) -> Callable[[int, int], Any] | None:
+        """What a click on pixel (x, y) runs; None: clicks only pan."""
+        return self._on_pixel
+
+    @on_pixel.setter
+    def on_pixel(self, fn: Callable[[int, int], Any] | None) -> None:
+        if fn is not None and not callable(fn):
+            raise TypeError(f"on_pixel must be a function (x, y) -> result, got {type(fn).__name__}")
+        self._on_pixel = fn
+        self.pixel_debug = fn is not None
+
+    def pixel(self, x: int, y: int) -> Any:
+        """Run ``on_pixel(x, y)`` as a click on that pixel does; the panel beside the image shows the
+        result. Returns it (e.g. a ThreadDebug)."""
+        if self._on_pixel is None:
+            raise RuntimeError("this view has no on_pixel: pass on_pixel= or debug=kernel")
+        h, w = (self._image.shape[:2] if self._image is not None else (None, None))
+        if not isinstance(x, (int, np.integer)) or not isinstance(y, (int, np.integer)) or x < 0 or y < 0 or (
+                w is not None and h is not None and (x >= w or y >= h)):
+            raise ValueError(f"pixel ({x}, {y}) is outside the image ({w} x {h})")
+        result = self._on_pixel(int(x), int(y))
+        self.last_pixel = result
+        self.pixel_text = f"pixel ({x}, {y})\n" + _as_text(result)
+        return result
+
+    def _on_view_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if not isinstance(content, dict) or content.get("type") != "pixel":
+            return
+        req, x, y = content.get("req"), content.get("x"), content.get("y")
+        reply: PixelReply = {"type": "pixel", "req": req if isinstance(req, int) else -1,
+                             "x": x if isinstance(x, int) else -1, "y": y if isinstance(y, int) else -1,
+                             "text": "", "error": None}
+        try:
+            if isinstance(x, bool) or isinstance(y, bool):
+                raise ValueError(f"pixel ({x}, {y}) is not a pair of integers")
+            self.pixel(x, y)  # type: ignore[arg-type]
+            reply["text"] = self.pixel_text
+        except Exception as exc:  # noqa: BLE001 - the browser shows why; the view stays usable
+            log.info("pixel (%s, %s): %s", x, y, exc)
+            reply["error"] = f"pixel ({x}, {y}): {type(exc).__name__}: {exc}"
+        self.send(reply)
 
     @property
     def image(self) -> np.ndarray | None:
@@ -291,6 +357,8 @@ class LiveImage(ImageView):
                               for k, c in self.controls.items()]
             self.snapshot()
             return
+        if isinstance(content, dict) and content.get("type") == "pixel":
+            return  # ImageView._on_view_msg answers it
         if isinstance(content, dict) and content.get("type") == "exact":
             # the loop rests: the exact (raw) pixels of the frame shown last, without re-rendering
             req = content.get("req")
@@ -343,3 +411,23 @@ def _bounded(v: object, lo: float, hi: float, default: float) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v:
         return default
     return float(min(hi, max(lo, v)))
+
+
+def _as_text(result: Any) -> str:
+    """What the pixel panel shows for an on_pixel result."""
+    text = getattr(result, "text", None)
+    if callable(text):
+        return str(text())
+    return "" if result is None else str(result)
+
+
+def debug_thread(kernel: Any, params: Mapping[str, Any]) -> Callable[[int, int], Any]:
+    """on_pixel for an image a kernel wrote: pixel (x, y) is thread (x, y, 0) of the same dispatch."""
+    debug = getattr(kernel, "debug", None)
+    if not callable(debug):
+        raise TypeError(f"debug= wants a ComputeKernel (with .debug), got {type(kernel).__name__}")
+    fixed = dict(params)
+
+    def run(x: int, y: int) -> Any:
+        return debug(thread=(x, y, 0), **fixed)
+    return run

@@ -141,7 +141,7 @@ function render({ model, el: host }) {
     srcLines.forEach((line, k) => {
       const row = el("div", "sk-irg-srcline", src);
       el("span", "sk-irg-lno", row, String(k + 1));
-      el("span", "", row, line || " ");
+      el("span", "sk-irg-srctext", row, line || " ");
     });
     srcTitle.textContent = d.cell ? `source: ${d.cell}` : "";
     fillChips();

@@ -10,6 +10,9 @@ Hot reload: each frame dispatches the kernel's current revision (a ComputeKernel
 so re-running its cell changes the running view on the next frame, and running any other cell
 changes nothing. While the new revision does not compile (or does not take the view's parameters),
 the view keeps dispatching the last good one and shows why over the image.
+
+Clicking a pixel runs that pixel's thread (x, y, 0) of the same dispatch through ``k.debug`` (its
+printf and marked values), shown beside the image (Alt+click when a Mouse control takes the clicks).
 """
 
 from __future__ import annotations
@@ -186,4 +189,15 @@ def live(kernel: ComputeKernel, image: str = "outputTexture", controls: Mapping[
     view = LiveKernelImage(render, controls, size=tuple(kwargs.pop("display_size", (512, 512))),
                            status=lambda: follower.error, **kwargs)
     view.kernel, view.follower = kernel, follower
+
+    def debug_pixel(x: int, y: int) -> Any:
+        """A click on pixel (x, y): its thread of the view's current dispatch, through k.debug."""
+        ck = follower.good
+        p = known.get(ck.key) or known.setdefault(ck.key, _params(ck))
+        args = dict(fixed)
+        for n, v in view.values.items():
+            args[n] = _bind_value(p[n].type if n in p else None, v)
+        return kernel.debug(thread=(x, y, 0), threads=threads, groups=groups, **args)
+
+    view.on_pixel = debug_pixel
     return view
