@@ -54,6 +54,12 @@ void tx_1d(uint3 id: SV_DispatchThreadID, uniform Texture1D<float4> line, unifor
     float4 c = line.SampleLevel(samp, (id.x + 0.5) / 8.0, 0);   // (Texture1D.Load: not on CUDA, see test_cuda.py)
     rw[id.x] = c.x + c.y + c.z + c.w;
 }
+
+[shader("compute")][numthreads(4, 4, 1)]
+void tx_uint(uint3 id: SV_DispatchThreadID, uniform Texture2D<uint> ids, uniform RWTexture2D<uint> doubled)
+{
+    doubled[id.xy] = ids.Load(int3(id.xy, 0)) * 2 + 1;
+}
 """
 
 
@@ -122,6 +128,13 @@ def test_texture1d_and_rw_texture1d(tex_session: sk.Session) -> None:
     rw = np.zeros(8, np.float32)
     tex_session.kernel("tx_1d")(threads=8, line=line, rw=rw, samp=textures(tex_session.backend).sampler("point"))
     np.testing.assert_array_equal(rw, line.sum(1))
+
+
+def test_integer_textures_load_and_store(tex_session: sk.Session) -> None:
+    ids = np.arange(32, dtype=np.uint32).reshape(4, 8) * 1000
+    doubled = np.zeros((4, 8), np.uint32)
+    tex_session.kernel("tx_uint")(threads=(8, 4, 1), ids=ids, doubled=doubled)
+    np.testing.assert_array_equal(doubled, ids * 2 + 1)
 
 
 def test_device_textures_round_trip_and_stay_on_device(tex_session: sk.Session) -> None:
@@ -209,6 +222,51 @@ def test_playground_output_texture_cell(session: sk.Session) -> None:
     np.testing.assert_allclose(a[..., 0], np.broadcast_to(x * 255, (32, 64)), atol=1.01)
     np.testing.assert_allclose(a[..., 1], np.broadcast_to(y[:, None] * 255, (32, 64)), atol=1.01)
     assert abs(int(a[5, 5, 2]) - 128) <= 1 and (a[..., 3] == 255).all()
+
+
+VOLUME = r"""
+import playground;
+import rendering;
+
+[format("r32f")]
+[playground::BLACK_3D(16, 8, 4)]
+RWTexture3D<float> conf_volume;
+
+[shader("compute")]
+[numthreads(4, 4, 4)]
+[playground::CALL(16, 8, 4)]
+void conf_fill(uint3 id : SV_DispatchThreadID)
+{
+    conf_volume[id] = (id.x + id.y * 16 + id.z * 128) / 512.0;
+}
+
+[shader("compute")]
+[numthreads(16, 16, 1)]
+[playground::CALL::SIZE_OF("outputTexture")]
+void conf_slice(uint3 id : SV_DispatchThreadID)
+{
+    drawPixel(id.xy, (int2 pixel) => {
+        float v = conf_volume[int3(pixel.x % 16, pixel.y % 8, 2)];
+        return float4(v, v, v, 1.0);
+    });
+}
+"""
+
+
+def test_playground_volume_slice_viewer(session: sk.Session) -> None:
+    from slang_kernel.playground import PlaygroundProgram
+
+    if "textures" not in session.backend.capabilities:
+        pytest.skip(f"the {session.backend.name} backend has no textures")
+    session.run_cell(VOLUME, name="conf_volume")
+    p = PlaygroundProgram(session, "conf_volume", screen=(32, 16))
+    assert p.resources["conf_volume"].shape == (4, 8, 16)
+    vol = p.frame().read("conf_volume")
+    z, y, x = np.mgrid[0:4, 0:8, 0:16]
+    np.testing.assert_allclose(vol.reshape(4, 8, 16), (x + 16 * y + 128 * z) / 512.0, atol=1e-6)
+    a = p.image()
+    want = np.tile(np.rint((x[2] + 16 * y[2] + 256) / 512.0 * 255), (2, 2))
+    np.testing.assert_allclose(a[..., 0], want, atol=1.01)
 
 
 HALF = r"""
