@@ -16,7 +16,7 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from .autodiff import SlangFunction
 from .backends import Backend, BackendConfig, create_backend
@@ -27,6 +27,9 @@ from .compiler.client import CompilerProcess
 from .compiler.diagnostics import Diagnostic, SlangCompileError, SlangCompilerCrash, parse_diagnostics
 from .compiler.reflection import DeclInfo, FunctionInfo
 from .kernels import ComputeKernel
+
+if TYPE_CHECKING:
+    from .compare import Comparison
 
 __all__ = ["CODE_TARGETS", "MODULE_DIR", "CellResult", "CompiledKernel", "Session"]
 
@@ -99,10 +102,13 @@ class Session:
         self._compiled: dict[str, CompiledKernel] = {}
         self._entries: dict[tuple[str, str], CompiledKernel] = {}
         self.revision = 0  # counts every change (cells, defines, backend); views compare digests instead
+        self._replicas: dict[str, tuple[Session, tuple[Any, ...]]] = {}   # backend -> (replica, what it replays)
+        self._shares_compiler = False  # a replica's compiler worker is its origin's (Session.replica)
         try:
             self.backend: Backend = create_backend(backend, self.config)
         except BaseException:
-            self._compiler.close()  # no backend, no session: do not leave the compiler running
+            if compiler is None:  # no backend, no session: do not leave the compiler we started running
+                self._compiler.close()
             raise
 
     # -- configuration ------------------------------------------------------------------------------
@@ -645,11 +651,61 @@ class Session:
         self.revision += 1
         old.close()
 
+    def replica(self, backend: str) -> "Session":
+        """This session's cells on another backend (for `compare`): a Session that replays the current
+        revisions in order (names, defines, options, session defines), sharing this session's compiler
+        worker and compile cache. Cached per backend, brought up to date on each call when cells
+        changed, closed with this session. A cell that does not compile there is left out (its kernels
+        then say so). Raises BackendUnavailable when that backend does not work here."""
+        if backend == self.backend.name:
+            return self
+        state = (tuple((c.name, c.digest) for c in self._cells.values()), tuple(sorted(self._defines.items())),
+                 self.revision)
+        got = self._replicas.get(backend)
+        if got is not None and got[1] == state:
+            return got[0]
+        r = got[0] if got is not None else Session(
+            backend, cache_dir=str(self.cache.root), cache=self.cache.enabled, options=self.options,
+            defines=self._defines, compiler=self._compiler, threads=self.threads, checked=self.checked,
+            timeout=self.timeout, isolate=self.isolate)
+        r._shares_compiler = True
+        if list(r.cells) != [n for n in self._cells if n in r.cells]:  # moved cells: replay from the start
+            for name in reversed(r.cells):
+                r.remove_cell(name)
+        for name in [n for n in r.cells if n not in self._cells]:
+            r.remove_cell(name)
+        for k, v in self._defines.items():
+            if r._defines.get(k) != v:
+                r.set_define(k, v)
+        for c in self._cells.values():
+            mine = r._cells.get(c.name)
+            if mine is not None and (mine.source, mine.own_defines, mine.options) == (c.source, c.own_defines, c.options):
+                continue
+            try:
+                r.run_cell(c.source, c.name, defines=dict(c.own_defines), options=c.options, label=c.label or None)
+            except SlangCompileError:
+                pass  # broken here as there (a dependency's edit): its kernels report it when asked for
+        self._replicas[backend] = (r, state)
+        return r
+
+    def compare(self, kernel: str, backends: Sequence[str] = ("cpu", "vulkan", "cuda"), *, threads: Any = None,
+                groups: Any = None, **params: Any) -> "Comparison":
+        """Run `kernel` on each of `backends` that works here (each on its own copy of the inputs) and
+        compare its output buffers: max absolute and ULP differences, counts, first differing indices
+        (slang_kernel.compare). Backends that cannot run it are listed with the reason."""
+        from .compare import compare
+
+        return compare(self, kernel, backends, threads=threads, groups=groups, **params)
+
     # -- lifecycle ----------------------------------------------------------------------------------
 
     def close(self) -> None:
+        for r, _ in self._replicas.values():
+            r.close()
+        self._replicas.clear()
         self.backend.close()
-        self._compiler.close()
+        if not self._shares_compiler:
+            self._compiler.close()
 
     def __enter__(self) -> "Session":
         return self
