@@ -315,3 +315,82 @@ void ctx_load1d(uint3 id: SV_DispatchThreadID, uniform Texture1D<float4> line, u
     out = np.zeros(1, np.float32)   # the session goes on
     cuda.kernel("axpy_cuda")(threads=1, y=out, x=np.ones(1, np.float32), a=2.0, n=1, g_acc=np.zeros(1, np.float32))
     assert out[0] == 2.0
+
+
+HALF_TEXTURES = r"""
+[shader("compute")][numthreads(4, 4, 1)]
+void ctx_half_tex(uint3 id: SV_DispatchThreadID, uniform Texture2D<half4> t, uniform RWStructuredBuffer<float4> o)
+{
+    o[id.y * 4 + id.x] = float4(t.Load(int3(id.xy, 0)));
+}
+
+[shader("compute")][numthreads(4, 4, 1)]
+void ctx_half_surface(uint3 id: SV_DispatchThreadID, uniform RWTexture2D<half4> o)
+{
+    o[id.xy] = half4(half(id.x), half(id.y), 0.5h, 1.0h);
+}
+
+[shader("compute")][numthreads(4, 4, 1)]
+void ctx_float_from_half(uint3 id: SV_DispatchThreadID, uniform Texture2D<float4> t, uniform RWStructuredBuffer<float4> o)
+{
+    o[id.y * 4 + id.x] = t.Load(int3(id.xy, 0));
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def cuda_half_tex(cuda: sk.Session) -> sk.Session:
+    cuda.run_cell(HALF_TEXTURES, name="cuda_half_textures")
+    return cuda
+
+
+def test_float16_data_in_a_float_texture(cuda_half_tex: sk.Session) -> None:
+    img = np.random.default_rng(6).random((4, 4, 4)).astype(np.float16)
+    o = np.zeros((16, 4), np.float32)
+    cuda_half_tex.kernel("ctx_float_from_half")(threads=(4, 4, 1), t=img, o=o)
+    np.testing.assert_array_equal(o.reshape(4, 4, 4), img.astype(np.float32))
+
+
+def test_half_texture_read_is_refused_with_the_workaround(cuda_half_tex: sk.Session) -> None:
+    img = np.random.default_rng(6).random((4, 4, 4)).astype(np.float16)
+    o = np.zeros((16, 4), np.float32)
+    with pytest.raises(NotImplementedError, match=r"ctx_half_tex.*half texture.*Texture2D<float4>"):
+        cuda_half_tex.kernel("ctx_half_tex")(threads=(4, 4, 1), t=img, o=o)
+
+
+def test_half_rw_texture_store(cuda_half_tex: sk.Session) -> None:
+    o = np.zeros((4, 4, 4), np.float16)
+    cuda_half_tex.kernel("ctx_half_surface")(threads=(4, 4, 1), o=o)
+    y, x = np.mgrid[0:4, 0:4]
+    np.testing.assert_array_equal(o[..., 0], x)
+    np.testing.assert_array_equal(o[..., 1], y)
+    assert (o[..., 2] == 0.5).all() and (o[..., 3] == 1).all()
+
+
+def test_device_texture_from_cupy_and_checked_session(tmp_path_factory: pytest.TempPathFactory) -> None:
+    cp = pytest.importorskip("cupy", reason="the cuda backend needs CuPy")
+    try:
+        s = sk.Session(backend="cuda", checked=True, cache_dir=str(tmp_path_factory.mktemp("cuda-checked-tex")))
+    except sk.BackendUnavailable as exc:
+        pytest.skip(f"cuda backend unavailable here: {exc}")
+    try:
+        s.run_cell(CUDA_TEXTURES, name="cuda_textures")
+        data = cp.asarray(np.random.default_rng(8).random((4, 4, 4)).astype(np.float32))
+        tex = s.backend.texture(data)
+        cp.testing.assert_array_equal(cp.asarray(tex.numpy()), data)
+        result = np.zeros((16, 4), np.float32)
+        s.kernel("ctx_pblock_texture")(threads=(4, 4, 1), ctx_mat={"albedo": tex, "gain": 0.5, "result": result})
+        np.testing.assert_allclose(result.reshape(4, 4, 4), data.get() * 0.5, rtol=1e-6)
+    finally:
+        s.close()
+
+
+def test_unsupported_texture_shapes_say_so(cuda: sk.Session) -> None:
+    cuda.run_cell("""
+[shader("compute")][numthreads(1, 1, 1)]
+void ctx_cube(uint3 id: SV_DispatchThreadID, uniform TextureCube<float4> cube, uniform SamplerState samp,
+              uniform RWStructuredBuffer<float4> o)
+{ o[0] = cube.SampleLevel(samp, float3(1, 0, 0), 0); }""", name="ctx_cube")
+    with pytest.raises(sk.ParameterError, match="`cube`.*cube maps"):
+        cuda.kernel("ctx_cube")(threads=1, cube=np.zeros((6, 4, 4, 4), np.float32), samp=cuda.backend.sampler(),
+                                o=np.zeros((1, 4), np.float32))

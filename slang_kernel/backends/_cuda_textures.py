@@ -24,7 +24,7 @@ from ..compiler.reflection import ParamInfo, TypeInfo
 from ._packing import ParameterError
 
 __all__ = ["CudaSampler", "CudaTexture", "TextureBinder", "dispatch_sampler", "sampler_from", "sampler_paths",
-           "texel"]
+           "texel", "unsupported_texture_use"]
 
 # CUDA runtime enum values (cuda_runtime_api.h; stable since CUDA 5)
 _KIND_SIGNED, _KIND_UNSIGNED, _KIND_FLOAT = 0, 1, 2
@@ -67,6 +67,23 @@ def _describe(v: Any) -> str:
     if shape is not None and dtype is not None:
         return f"{type(v).__name__} of {dtype} with shape {tuple(shape)}"
     return f"{type(v).__name__} {v!r:.60}"
+
+
+_HALF_READ = re.compile(r"\btex\w*<\s*__half")
+
+
+def unsupported_texture_use(body: str) -> str | None:
+    """What in this generated CUDA (after the prelude) Slang's CUDA target cannot run, said with the
+    workaround; None when all is well. Both were measured on an H200 (2026-12)."""
+    if "tex1Dfetch_int" in body:
+        return ("calls Load on a Texture1D, which Slang's CUDA target does not implement (shader-slang/slang#12630: "
+                "it reads garbage); on CUDA use SampleLevel(pointSampler, (x + 0.5) / width, 0) or a Texture2D "
+                "of height 1")
+    if _HALF_READ.search(body):
+        return ("reads a half texture (Texture*<half...>), which Slang's CUDA prelude has no fetch for; declare it "
+                "with float texels (e.g. Texture2D<float4>): float16 arrays bound to it are read as float. "
+                "RWTexture*<half...> and half buffers work")
+    return None
 
 
 # -- samplers -------------------------------------------------------------------------------------

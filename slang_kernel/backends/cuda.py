@@ -25,7 +25,8 @@ from . import BackendConfig
 from ..compiled import CompiledKernel
 from ..errors import BackendUnavailable
 from ._cuda_fp16 import half_options, uses_half
-from ._cuda_textures import CudaSampler, CudaTexture, TextureBinder, dispatch_sampler, sampler_from, sampler_paths
+from ._cuda_textures import (CudaSampler, CudaTexture, TextureBinder, dispatch_sampler, sampler_from, sampler_paths,
+                             unsupported_texture_use)
 from ._packing import Packer, ParameterError, buffer_array, element_dtype, fast_writer
 from ._wait import wait_polled
 from .cpu import _body
@@ -103,11 +104,9 @@ class CudaBackend:
                 code = (CHECKED_PRELUDE.read_text() + kernel.code) if self.checked else kernel.code
                 options: tuple[str, ...] = NVRTC_OPTIONS
                 body = _body(kernel.code)
-                if "tex1Dfetch_int" in body:   # the prelude's 1D fetch reads NaN on an H200 (2026-12)
-                    raise NotImplementedError(
-                        f"{kernel.entry} ({kernel.cell}) calls Load on a Texture1D, which Slang's CUDA target does "
-                        "not implement (shader-slang/slang#12630: it reads garbage); on CUDA use "
-                        "SampleLevel(pointSampler, (x + 0.5) / width, 0) or a Texture2D of height 1")
+                refused = unsupported_texture_use(body)
+                if refused is not None:
+                    raise NotImplementedError(f"{kernel.entry} ({kernel.cell}) {refused}")
                 if uses_half(body):
                     options = (*options, *half_options(self.cupy, kernel.entry, kernel.cell))
                 try:
