@@ -1,10 +1,12 @@
 """Frame rate of LiveImage / live kernels in a real JupyterLab + headless Chromium, split per stage.
 
-    .venv/bin/python bench/bench_live.py [--seconds 5] [--only numpy|cpu]
+    .venv/bin/python bench/bench_live.py [--seconds 5] [--only numpy|cpu|vulkan|vulkan_inproc]
 
 Starts JupyterLab (tests/browser/conftest.py's helper) on a temp root, runs a notebook with
 (1) a LiveImage whose render is light numpy (512x512 RGBA8) and (2) a ``live`` CPU-backend Slang
-kernel (512x512 float4 texture streamed as rgba8) and plays each one twice for N seconds:
+kernel (512x512 float4 buffer streamed as rgba8), (3) the Playground's shape of ``live`` kernel on
+Vulkan (a 512x512 float4 RWTexture2D on the device) with the device in the worker process (the
+default) and (4) in this process (isolate=False), and plays each one twice for N seconds:
 
   attached  Playwright connected, as in the browser tests. Playwright observes every websocket frame
             (it copies each ~35 KB frame, base64, to its driver), which costs the browser and the
@@ -58,6 +60,29 @@ np_view = LiveImage(render, {'amp': Slider(0, 1, 0.5), 't': Time()}, size=(512, 
 np_view'''
 
 CPU_CELL = LIVE_CPU_CELL + "\ncpu_view = view\ncpu_view.lossy = LOSSY\ncpu_view"
+
+# The Playground's shape of live kernel: a 512x512 float4 RWTexture2D made (and kept) on the device by
+# live(), read back per frame. isolate=True (the default) puts the device in the worker process: the
+# frame is read straight into shared memory and streamed from a view on it.
+TEXTURE_KERNEL = """
+uniform float amp; uniform float t;
+[shader("compute")][numthreads(16, 16, 1)]
+void shade(uint3 id : SV_DispatchThreadID, uniform RWTexture2D<float4> outputTexture) {
+    uint2 p = id.xy; if (p.x >= 512 || p.y >= 512) return;
+    float2 uv = float2(p) / 512.0;
+    float s = 0.5 + 0.5 * sin(20.0 * uv.x + t * 0.002) * cos(14.0 * uv.y - t * 0.001);
+    outputTexture[p] = float4(amp * s, uv.y, 1.0 - s, 1.0);
+}"""
+VULKAN_CELL = f'''\
+import slang_kernel as sk
+from slang_kernel.widgets import live, Slider, Time
+vk_NAME = sk.Session(backend="vulkan", isolate=ISOLATE)
+vk_NAME.run_cell(r"""{TEXTURE_KERNEL}""")
+tex_NAME = vk_NAME.backend.texture((512, 512, 4), "float32")   # made here: live() would make it float (1 channel)
+view_NAME = live(vk_NAME.kernel("shade"), controls={{"amp": Slider(0, 1, 0.8), "t": Time()}},
+                 values={{"outputTexture": tex_NAME}})
+view_NAME.lossy = LOSSY
+view_NAME'''
 
 WS_HOOK = """(() => {
   const Orig = window.WebSocket;
@@ -134,7 +159,7 @@ def _root(page, i: int):
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=5.0)
-    ap.add_argument("--only", choices=["numpy", "cpu"])
+    ap.add_argument("--only", choices=["numpy", "cpu", "vulkan", "vulkan_inproc"])
     ap.add_argument("--raw", action="store_true", help="no JPEG previews (LiveImage(lossy=False))")
     ap.add_argument("--size", type=int, default=512, help="numpy case: image side (display stays 512)")
     args = ap.parse_args()
@@ -146,6 +171,11 @@ def main() -> None:
     if args.only in (None, "cpu"):
         cells.append(CPU_CELL.replace("LOSSY", str(not args.raw)))
         names.append("cpu")
+    for name, isolate in (("vulkan", True), ("vulkan_inproc", False)):   # the worker (default), in-process
+        if args.only in (None, name):
+            cells.append(VULKAN_CELL.replace("NAME", name).replace("ISOLATE", str(isolate))
+                         .replace("LOSSY", str(not args.raw)))
+            names.append(name)
     from playwright.sync_api import sync_playwright
 
     results: dict[str, dict] = {}

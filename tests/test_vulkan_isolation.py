@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import threading
+from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
@@ -274,3 +275,148 @@ def test_a_crashing_shader_in_a_notebook_costs_its_cell_only(tmp_path: Any, monk
     after = nb.cells[4].outputs
     assert not [o for o in after if o.get("output_type") == "error"], after
     assert any("after the crash: [1. 3. 5. 7.]" in o.get("text", "") for o in after), after
+
+
+# -- live frames: one shared-memory copy ------------------------------------------------------------
+
+def test_frame_is_a_view_the_next_frame_overwrites(vk: sk.Session) -> None:
+    from slang_kernel.playground import to_rgba8
+    from slang_kernel.widgets import Slider, live
+
+    backend: Any = vk.backend
+    tex = backend.texture((16, 32, 4), np.float32)
+    vk.kernel("iso_paint")(threads=(32, 16), img=tex, g=0.25)
+    f = tex.frame()
+    assert f.shape == (16, 32, 4) and f.dtype == np.float32 and not f.flags.writeable
+    assert f[3, 5].tolist() == [5, 3, 0.25, 1]
+    kept = tex.numpy()
+    vk.kernel("iso_paint")(threads=(32, 16), img=tex, g=0.75)
+    assert tex.frame() is f and f[3, 5].tolist() == [5, 3, 0.75, 1]   # the same memory, the new frame
+    assert kept[3, 5].tolist() == [5, 3, 0.25, 1]                      # numpy() is a copy that lasts
+    # a live view of a device texture streams from frame()
+    view = live(vk.kernel("iso_paint"), image="img", controls={"g": Slider(0, 1, 0.5)}, values={"img": tex})
+    expected = np.zeros((16, 32, 4), np.float32)
+    expected[..., 0], expected[..., 1] = np.arange(32)[None, :], np.arange(16)[:, None]
+    expected[..., 2], expected[..., 3] = 0.5, 1
+    np.testing.assert_array_equal(view.render({"g": 0.5}), to_rgba8(expected))
+
+
+# -- device lost ------------------------------------------------------------------------------------
+
+def test_device_lost_texts() -> None:
+    from slang_kernel.backends._vulkan_wire import is_device_lost
+    from slang_kernel.backends._vulkan_worker import lost_reason
+
+    for text in ("vkQueueSubmit failed: VK_ERROR_DEVICE_LOST", "Device lost", "DXGI_ERROR_DEVICE_REMOVED"):
+        assert is_device_lost(text) and lost_reason(text, None) == "the device was lost"
+    assert not is_device_lost("out of memory") and lost_reason("out of memory", None) is None
+
+
+def test_device_lost_names_the_kernel_and_a_new_device_takes_over(vk: sk.Session) -> None:
+    backend: Any = vk.backend
+    v = backend.buffer(np.zeros(256, np.float32))
+    tex = backend.texture((16, 32, 4), np.float32)
+    tex.frame()
+    vk.kernel("iso_relax")(threads=256, v=v, n=256)
+    before, pid = backend.restarts, backend.worker_pid
+    backend.lose_device()
+    with pytest.raises(DeviceLost, match=r"^iso_relax: the device was lost \(lose_device\(\) was called\)\. The Vulkan "
+                       r"worker was restarted with a new device") as info:
+        vk.kernel("iso_relax")(threads=256, v=v, n=256)
+    assert "make them again" in str(info.value)
+    assert backend.restarts == before + 1 and backend.worker_pid != pid
+    with pytest.raises(DeviceLost, match=r"device buffer #\d+ \(float32 \(256,\)\) is lost: the Vulkan worker that "
+                       r"held it lost its device in iso_relax"):
+        v.numpy()
+    with pytest.raises(DeviceLost, match=r"device texture #\d+ .* is lost"):
+        tex.frame()
+    _earlier_cells_work(vk)   # on the new device
+    w = backend.buffer(np.ones(256, np.float32))
+    vk.kernel("iso_relax")(threads=256, v=w, n=256)
+    np.testing.assert_array_equal(w.numpy(), 1.5)
+
+
+WILD_POINTER = """
+[shader("compute")][numthreads(64, 1, 1)]
+void wild(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> b, uniform uint64_t addr)
+{ float* p = (float*)(addr + uint64_t(t.x) * 4194304u); p[0] = 1.0; b[t.x] = p[1]; }
+"""
+
+
+@pytest.mark.vulkan_gpu
+def test_a_gpu_fault_loses_the_device_and_a_new_one_takes_over(vk: sk.Session) -> None:
+    """On a GPU (the H200) a write through a wild pointer faults the GPU's MMU: the driver reports the
+    device lost (VK_ERROR_DEVICE_LOST) -> DeviceLost naming the kernel -> a new worker and device.
+    A driver that hangs instead ends in the timeout (or kills the worker): the session must go on
+    all the same, and the test reports XFAIL with what happened."""
+    if _software(vk):
+        pytest.skip("needs a GPU Vulkan device (the H200 machine): lavapipe runs shaders as CPU code, so a wild "
+                    "pointer is a KernelCrash there (test_null_pointer_is_a_kernel_crash), never a lost device")
+    s = _session(timeout=30)
+    try:
+        s.run_cell(SAXPY, name="iso_saxpy")
+        s.run_cell(SQR, name="iso_sqr")
+        s.run_cell(WILD_POINTER, name="iso_wild")
+        backend: Any = s.backend
+        kept = backend.buffer(np.ones(64, np.float32))
+        before = backend.restarts
+        with pytest.raises((DeviceLost, sk.KernelCrash, sk.KernelTimeout), match="wild") as info:
+            s.kernel("wild")(threads=64, b=np.zeros(64, np.float32), addr=0xDEAD00000000)
+        assert backend.restarts == before + 1
+        with pytest.raises(DeviceLost, match=r"device buffer #\d+ .* is lost"):
+            kept.numpy()
+        _earlier_cells_work(s)
+        if not isinstance(info.value, DeviceLost):   # recovered, but not through the path under test: say so
+            pytest.xfail(f"the driver did not report a lost device; {type(info.value).__name__}: {info.value}")
+        assert str(info.value).startswith("wild: the device was lost")
+    finally:
+        s.close()
+
+
+# -- the 2D Gaussian-splatting shader ---------------------------------------------------------------
+
+SPLAT = (Path(__file__).parent / "data" / "splat2d.slang").read_text()
+
+
+def _splat_on_cpu(t: float, rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """The top `rows` rows of the image (whole tiles) and the tile counts, from the CPU backend."""
+    with sk.Session(backend="cpu") as cpu:
+        cpu.run_cell(SPLAT, name="splat2d", defines={"SPLAT_SERIAL": "1"})
+        img = np.zeros((512, 512, 4), np.float32)
+        counts = np.zeros(1024, np.uint32)
+        cpu.kernel("splat")(threads=(512, rows, 1), outputPixels=img.reshape(-1, 4),
+                            imageSize=np.array([512, 512], np.uint32), stats=np.zeros(4, np.uint32),
+                            tileCounts=counts, time=t)
+    return img[:rows], counts[: rows // 16 * 32]
+
+
+def test_splatting_shader_runs_right_or_costs_its_cell_and_exits_clean(tmp_path: Path) -> None:
+    """Bitonic sort in groupshared memory, atomics, outputTexture: as the Playground runs it, in the
+    worker, in a process that then exits as a notebook's kernel does (no close(): the interpreter's
+    exit tears down; it must not crash). Either it renders what the same file renders on the CPU
+    backend (SPLAT_SERIAL) or it costs its cell a KernelCrash; the next kernel gives the right answer."""
+    out = tmp_path / "splat.npz"
+    code = ("import numpy as np, slang_kernel as sk\n"
+            "from slang_kernel.playground import PlaygroundProgram\n"
+            "s = sk.Session(backend='vulkan')\n"
+            f"s.run_cell({SPLAT!r}, name='splat2d')\n"
+            "p = PlaygroundProgram(s, 'splat2d')\n"
+            "try:\n    p.frame(time=1000.0)\n"
+            f"    np.savez({str(out)!r}, img=p.read('outputTexture'), counts=p.read('tileCounts'), stats=p.read('stats'))\n"
+            "    print('RAN')\n"
+            "except sk.KernelCrash as exc:\n    print('CRASH', exc.kernel)\n"
+            "s.run_cell('float sq(float x) { return x * x; }', name='sq')\n"
+            "print('NEXT', s.function('sq')(np.float32(3.0)))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "NEXT 9.0" in proc.stdout, proc.stdout
+    if "CRASH splat" in proc.stdout:   # what lavapipe did to the issue's splatting shader: its cell's error only
+        return
+    assert "RAN" in proc.stdout, proc.stdout
+    got = np.load(out)
+    img, counts, stats = got["img"], got["counts"], got["stats"]
+    assert stats[0] == counts.sum() > 1024 and stats[1] == counts.max() <= 256   # no tile's list overflowed
+    assert img[..., :3].std() > 0.1   # a picture, not a flat colour
+    ref, ref_counts = _splat_on_cpu(1000.0, rows=32)
+    np.testing.assert_array_equal(counts[: ref_counts.size], ref_counts)
+    np.testing.assert_allclose(img[:32], ref, atol=1e-4)

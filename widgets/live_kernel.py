@@ -112,6 +112,15 @@ def _bind_value(t: TypeInfo | None, v: Any) -> Any:
     return v
 
 
+def _frame_of(img: Any, rgba8: bool) -> np.ndarray:
+    """The frame to stream from the view's image: a device texture in a worker is read straight into
+    shared memory and seen through a view (`frame()`, valid until the next frame: to_rgba8 or the
+    copy below consumes it first); elsewhere `numpy()`, or the array itself."""
+    reader = getattr(img, "frame", None) or getattr(img, "numpy", None)
+    out = reader() if reader is not None else img
+    return to_rgba8(out) if rgba8 and np.asarray(out).dtype.kind == "f" else np.array(out, copy=True)
+
+
 def _params(ck: CompiledKernel) -> dict[str, ParamInfo]:
     return {p.name: p for p in (*ck.entry_point.uniforms, *ck.reflection.globals)}
 
@@ -182,9 +191,7 @@ def live(kernel: ComputeKernel, image: str = "outputTexture", controls: Mapping[
             run(follower.good, vals, backend)
         else:
             follower.took(ck)
-        img = fixed[image]
-        out = img.numpy() if hasattr(img, "numpy") else img
-        return to_rgba8(out) if rgba8 and np.asarray(out).dtype.kind == "f" else np.array(out, copy=True)
+        return _frame_of(fixed[image], rgba8)
 
     view = LiveKernelImage(render, controls, size=tuple(kwargs.pop("display_size", (512, 512))),
                            status=lambda: follower.error, **kwargs)

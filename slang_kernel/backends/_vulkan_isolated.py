@@ -10,7 +10,12 @@ CompiledKernel of their next dispatch. An endless shader is stopped by ending th
 numpy arrays reach the worker through shared memory (one staging segment, reused; arrays already in
 shared memory are used in place) and written ones are copied back into the caller's arrays; only
 small values travel in the message. `buffer()`/`texture()` return handles to objects in the worker;
-after the worker died, using one raises DeviceLost naming it.
+after the worker died, using one raises DeviceLost naming it. A handle's `frame()` (live views) is
+read by the worker straight into a segment the handle owns and seen here through a view: one copy.
+
+Device lost (sgl's VK_ERROR_DEVICE_LOST, or a device that fails even to be waited for after an op
+failed, or lose_device()): the worker answers DeviceLost, the call raises DeviceLost naming its
+kernel, and the worker is replaced at once by one with a new device, which the next call uses.
 """
 
 from __future__ import annotations
@@ -124,6 +129,14 @@ class IsolatedVulkanBackend:
         with self._lock:
             self._restart("was reset (Session.reset_device)")
 
+    def lose_device(self) -> None:
+        """Make the worker's device count as lost, as a driver's VK_ERROR_DEVICE_LOST does: the next
+        call that uses it raises DeviceLost naming its kernel (or object) and a new worker with a new
+        device takes over; objects made before say they are lost. For testing a notebook's recovery
+        (as WebGL's WEBGL_lose_context.loseContext does)."""
+        with self._lock:
+            self._call({"op": "lose"}, "losing the device")
+
     def close(self) -> None:
         with self._lock:
             self._proc.close()
@@ -184,10 +197,10 @@ class IsolatedVulkanBackend:
             raise
         if "error" in reply:
             kind = reply.get("type", "")
-            if kind == "DeviceLost":
+            if kind == "DeviceLost":   # the worker's device is unusable: a new worker makes a new one
                 self._restart(f"lost its device in {what}")
-                raise DeviceLost(f"{what}: the Vulkan device was lost ({reply['error'].strip()}); the worker was "
-                                 "restarted with a new device. Cells, kernels and functions still work; device "
+                raise DeviceLost(f"{what}: {reply['error'].strip()}. The Vulkan worker was restarted with a new "
+                                 "device: cells, kernels and functions still work (the next call runs on it); device "
                                  "buffers and textures made before are gone (make them again).")
             raise _ERRORS.get(kind, RuntimeError)(reply["error"])
         return reply
@@ -430,6 +443,21 @@ class IsolatedVulkanBackend:
             data: np.ndarray = self._slot_array(out).copy()
             return data
 
+    def _frame(self, h: "_Handle") -> np.ndarray:
+        """The worker reads `h` straight into the handle's own frame segment (mapped once); the
+        caller gets a read-only view on it: one host copy per frame instead of two."""
+        with self._lock:
+            oid = h._live(self, "")
+            if h._frame is None:
+                seg = _shm.Segment(max(h.nbytes, 1), "slang-kernel-frame")
+                view = seg.array(h.shape, h.dtype)
+                view.flags.writeable = False
+                h._frame = (seg, view)
+            seg, view = h._frame
+            self._mapped(seg)
+            self._call({"op": "read", "id": oid, "slot": ArraySlot(seg.id, 0, h.shape, h.dtype)}, f"reading {h.label}")
+            return view
+
     def _write(self, h: "_Handle", array: Any) -> None:
         arr = np.asarray(array)
         with self._lock:
@@ -449,6 +477,7 @@ class _Handle:
         self.shape: tuple[int, ...] = tuple(reply["shape"])
         self.dtype: np.dtype[Any] = np.dtype(reply["dtype"])
         self.nbytes = self.size * self.dtype.itemsize
+        self._frame: tuple[_shm.Segment, np.ndarray] | None = None   # frame(): its segment and the view on it
         weakref.finalize(self, backend._freed, self.generation, oid)
 
     @property
@@ -475,8 +504,14 @@ class _Handle:
         return self.id
 
     def numpy(self) -> np.ndarray:
-        """A copy of the contents."""
+        """A copy of the contents (yours to keep)."""
         return self.backend._read(self)
+
+    def frame(self) -> np.ndarray:
+        """The contents as a read-only view on shared memory that the worker wrote them into (one
+        copy): valid until the next frame() of this object, which overwrites it in place. For a
+        live view's frames; `.numpy()` gives a copy that outlives the next frame."""
+        return self.backend._frame(self)
 
     def upload(self, array: Any) -> None:
         self.backend._write(self, array)

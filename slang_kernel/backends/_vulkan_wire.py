@@ -15,8 +15,11 @@ in the worker), wherever it is nested.
   new {id, kind, source, dtype, dims}     -> {"shape", "dtype", "format"} | error
   read {id, slot}                         -> {"ok"} | error  (.numpy() into the slot)
   write {id, slot}                        -> {"ok"} | error  (.upload() from the slot)
+  lose                                    -> {"ok"}          the device counts as lost (lose_device)
   exit, or the end of the socket          -> the worker exits (without tearing the device down)
-error replies are {"error": text, "type": the exception's class name}.
+error replies are {"error": text, "type": the exception's class name}. "type": "DeviceLost" means the
+worker's device is unusable (sgl said VK_ERROR_DEVICE_LOST, or a failed op left a device that cannot
+even be waited for, or lose): every later device op answers the same, and the parent restarts it.
 """
 
 from __future__ import annotations
@@ -69,7 +72,7 @@ class Reply(TypedDict, total=False):
     type: str
 
 
-_LOST = ("device_lost", "device lost", "devicelost")
+_LOST = ("device_lost", "device lost", "devicelost", "device_removed", "device removed", "device hung")
 
 
 def is_device_lost(text: str) -> bool:

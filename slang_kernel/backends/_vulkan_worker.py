@@ -21,6 +21,7 @@ import numpy as np
 
 from .. import _ipc
 from ..compiled import CompiledKernel
+from ..errors import VulkanCompileError
 from . import BackendConfig
 from ._vulkan_wire import ArrayArg, ArraySlot, DeviceRef, Reply, is_device_lost
 from ._vulkan_device import VulkanBackend, VulkanBuffer, VulkanTexture
@@ -35,9 +36,10 @@ class Worker:
         self.segments: dict[int, mmap.mmap] = {}
         self.kernels: dict[str, CompiledKernel] = {}
         self.objects: dict[int, VulkanBuffer | VulkanTexture] = {}
+        self.lost: str | None = None   # why the device is gone: every later op says so (the parent restarts us)
         self.ops: dict[str, Callable[[dict[str, Any]], Reply]] = {
             "init": self.init, "load": self.load, "run": self.run, "new": self.new, "read": self.read,
-            "write": self.write}
+            "write": self.write, "lose": self.lose}
 
     def serve(self) -> None:
         channel = self.channel
@@ -70,14 +72,24 @@ class Worker:
             return fn(msg)
         except Exception as exc:
             text = str(exc)
-            kind = "DeviceLost" if is_device_lost(text) else type(exc).__name__
-            return {"error": text, "type": kind}
+            if self.lost is None and msg["op"] in _DEVICE_OPS and not isinstance(exc, _CALLER_ERRORS):
+                self.lost = lost_reason(text, self.backend)
+            if self.lost is not None:
+                return {"error": self.lost if self.lost == text else f"{self.lost}: {text}", "type": "DeviceLost"}
+            return {"error": text, "type": type(exc).__name__}
 
     # -- ops ----------------------------------------------------------------------------------------
 
     def init(self, msg: dict[str, Any]) -> Reply:
         self.backend = VulkanBackend(BackendConfig(include_paths=tuple(msg["include_paths"])))
         return {"adapter": self.backend.adapter, "describe": self.backend.describe(), "pid": os.getpid()}
+
+    def lose(self, msg: dict[str, Any]) -> Reply:
+        """Treat the device as lost from now on (IsolatedVulkanBackend.lose_device: a notebook's test
+        of its recovery, as WebGL's WEBGL_lose_context). The device is left as it is, not closed:
+        sgl crashes on a closed one, and this process ends anyway."""
+        self.lost = "the device was lost (lose_device() was called)"
+        return {"ok": True}
 
     def map(self, msg: dict[str, Any], fd: int) -> Reply:
         try:
@@ -115,6 +127,7 @@ class Worker:
         return {"shape": tuple(obj.shape), "dtype": obj.dtype, "format": fmt}
 
     def read(self, msg: dict[str, Any]) -> Reply:
+        self._backend()
         data = self.objects[msg["id"]].numpy()
         out = self._view(msg["slot"])
         if out.shape != data.shape or out.dtype != data.dtype:
@@ -123,12 +136,15 @@ class Worker:
         return {"ok": True}
 
     def write(self, msg: dict[str, Any]) -> Reply:
+        self._backend()
         self.objects[msg["id"]].upload(self._view(msg["slot"]))
         return {"ok": True}
 
     # -- helpers ------------------------------------------------------------------------------------
 
     def _backend(self) -> VulkanBackend:
+        if self.lost is not None:
+            raise RuntimeError(self.lost)
         if self.backend is None:
             raise RuntimeError("the Vulkan worker was not initialised")
         return self.backend
@@ -149,6 +165,26 @@ class Worker:
         if isinstance(v, (list, tuple)) and not hasattr(v, "_fields"):
             return type(v)(self._resolve(x, views) for x in v)
         return v
+
+
+_DEVICE_OPS = frozenset({"load", "run", "new", "read", "write"})
+# What the caller got wrong: the device is fine (a failure of anything else makes us ask it, lost_reason)
+_CALLER_ERRORS = (TypeError, ValueError, KeyError, IndexError, NotImplementedError, VulkanCompileError)
+
+
+def lost_reason(text: str, backend: VulkanBackend | None) -> str | None:
+    """Why the device is gone after an op failed with `text`, or None while it still works: sgl's
+    wording of VK_ERROR_DEVICE_LOST, or (a dead device that says something else) waiting for it
+    failing too."""
+    if is_device_lost(text):
+        return "the device was lost"
+    if backend is None:
+        return None
+    try:
+        backend.device.wait_for_idle()
+    except Exception as exc:  # noqa: BLE001 - any failure of the probe means the device is unusable
+        return f"the device stopped working (waiting for it failed: {exc})"
+    return None
 
 
 def main() -> None:
