@@ -133,7 +133,10 @@ def summary(session: Session, result: CellResult, labels: Mapping[str, str] | No
     backend = session.backend
     ms = result.elapsed_ms
     took = f"{ms:.0f} ms" if ms >= 10 else f"{ms:.1f} ms"
-    head = f"{label}: compiled in {took}; backend {backend.name}"
+    cms = result.compile_ms
+    how = "from the compile cache" if result.cached and cms == 0 else \
+        f"compiler {cms:.0f} ms" if cms >= 10 else f"compiler {cms:.1f} ms"
+    head = f"{label}: compiled in {took} ({how}); backend {backend.name}"
     try:
         device = backend.describe()
     except Exception:

@@ -13,6 +13,7 @@ from .compiler.reflection import EntryPointInfo, ParamInfo
 from .errors import BoundsError, DeviceLost, KernelCrash, KernelInterrupted, KernelTimeout, OutOfRangeWarning, ParameterError
 
 if TYPE_CHECKING:
+    from .profiling import Profile
     from .thread_debug import ThreadDebug
 
 __all__ = ["BoundsError", "ComputeKernel", "DeviceLost", "KernelCrash", "KernelHost", "KernelInterrupted",
@@ -158,6 +159,16 @@ class ComputeKernel:
         g = groups_for(ck.entry_point, threads, groups)
         check_parameters(ck, params)
         return debug_dispatch(self.session, self.name, thread, g, params, threads)
+
+    def profile(self, *, threads: Any = None, groups: Any = None, **params: Any) -> "Profile":
+        """Run one dispatch, as a call does, and say where its time went: bind/upload, run (GPU
+        timestamps on Vulkan and CUDA) and readback, in ms (slang_kernel.profiling)."""
+        from .profiling import profile_dispatch
+
+        ck = self.compiled()
+        g = groups_for(ck.entry_point, threads, groups)
+        check_parameters(ck, params)
+        return profile_dispatch(self.session.backend, ck, g, params)
 
     @property
     def signature(self) -> str:

@@ -57,6 +57,8 @@ class CellResult:
     digest: str = ""              # the new revision's digest
     rechecked: tuple[str, ...] = ()  # those of `recompiled` whose check had to run again (this cell's
                                      # interface changed; a body edit reaches users when kernels link)
+    compile_ms: float = 0.0       # of elapsed_ms, the time in the compiler (this cell's check and its users')
+    cached: bool = False          # this cell's check came from the compile cache (no compiler call)
 
     @property
     def warnings(self) -> list[Diagnostic]:
@@ -104,6 +106,7 @@ class Session:
         self.revision = 0  # counts every change (cells, defines, backend); views compare digests instead
         self._replicas: dict[str, tuple[Session, tuple[Any, ...]]] = {}   # backend -> (replica, what it replays)
         self._shares_compiler = False  # a replica's compiler worker is its origin's (Session.replica)
+        self._compiler_ms = 0.0        # time in compiler checks, summed for the CellResult of a run
         try:
             self.backend: Backend = create_backend(backend, self.config)
         except BaseException:
@@ -152,6 +155,7 @@ class Session:
         `failure(name)` holds the error until a good revision arrives).
         """
         t0 = time.perf_counter()
+        self._compiler_ms = 0.0
         if name is None:
             self._counter += 1
             name = f"cell[{self._counter}]"
@@ -169,6 +173,7 @@ class Session:
         module = old.module if old else module_name_for(name, (c.module for c in self._cells.values()))
         cell = self._check(name, module, source, earlier, own_defines=tuple(sorted(own.items())),
                            options=tuple(options), label="" if label in (None, name) else str(label))
+        cached = self._compiler_ms == 0.0
         if cell.error is not None:
             if any(d.code == "crash" for d in cell.diagnostics):
                 raise SlangCompilerCrash(cell.error + " The session is unchanged.")
@@ -186,7 +191,7 @@ class Session:
         functions = tuple(d.name for d in cell.decls if d.kind == "function" and d.name not in kernels)
         types = tuple(d.name for d in cell.decls if d.kind in ("struct", "enum") or d.kind.startswith("generic"))
         return CellResult(name, list(cell.diagnostics), kernels, functions, types, users, broken,
-                          (time.perf_counter() - t0) * 1000, cell.digest, rechecked)
+                          (time.perf_counter() - t0) * 1000, cell.digest, rechecked, self._compiler_ms, cached)
 
     def remove_cell(self, name: str) -> None:
         """Forget a cell; later cells that used it are recompiled (and may break)."""
@@ -282,11 +287,14 @@ class Session:
                                      *options, *(d.interface for d in self.closure(imports))))
         reply = self.cache.get_object("cells", req.key)
         if reply is None:
+            t_check = time.perf_counter()
             try:
                 reply = self._compiler.call("check", **req.message())
             except SlangCompilerCrash as exc:
+                self._compiler_ms += (time.perf_counter() - t_check) * 1000
                 return dataclasses.replace(base, error=str(exc),
                                            diagnostics=(Diagnostic("error", "crash", shown, 0, 0, str(exc)),))
+            self._compiler_ms += (time.perf_counter() - t_check) * 1000
             if reply["ok"]:
                 self.cache.put_object("cells", req.key, reply)
         diagnostics = tuple(self._annotate(parse_diagnostics(reply["diagnostics"], {shown: 1}), name, shown, earlier))

@@ -19,12 +19,12 @@ from ..errors import BackendUnavailable
 
 __all__ = ["CAPABILITIES", "Backend", "BackendConfig", "BackendUnavailable", "DeviceBuffers", "SharedArrays",
            "Textures", "available_backends", "create_backend", "device_buffers", "register_backend", "shared_arrays",
-           "textures"]
+           "textures", "timing", "DispatchTiming", "Timing"]
 
 # What a backend offers beyond dispatch, by name; each is a protocol below that the backend then
 # satisfies (`device_buffers(backend)` and friends check and narrow). Without "textures", texture
 # parameters are (H, W, C) numpy arrays; without "device_buffers", buffers are the arrays themselves.
-CAPABILITIES = frozenset({"device_buffers", "textures", "shared_arrays"})
+CAPABILITIES = frozenset({"device_buffers", "textures", "shared_arrays", "timing"})
 
 
 class DeviceBuffers(Protocol):
@@ -48,6 +48,26 @@ class SharedArrays(Protocol):
     def shared(self, a: Any, dtype: Any = None) -> np.ndarray: ...
 
 
+@dataclass(frozen=True)
+class DispatchTiming:
+    """Where one dispatch's time went (ms): binding parameters and uploading inputs, running the
+    kernel, reading outputs back. device_timestamps: run_ms was measured on the device (GPU
+    timestamp queries, CUDA events); else by the wall clock around the run where it happens."""
+
+    bind_upload_ms: float
+    run_ms: float
+    readback_ms: float
+    device_timestamps: bool
+    how: str = ""            # what measured run_ms, e.g. "Vulkan timestamp queries"
+
+
+class Timing(Protocol):
+    """"timing": a dispatch that reports where its time went."""
+
+    def dispatch_timed(self, kernel: CompiledKernel, groups: tuple[int, int, int],
+                       values: Mapping[str, Any]) -> DispatchTiming: ...
+
+
 def _require(backend: "Backend", name: str) -> None:
     if name not in backend.capabilities:
         raise BackendUnavailable(f"the {backend.name} backend has no {name.replace('_', ' ')} "
@@ -64,6 +84,12 @@ def textures(backend: "Backend") -> Textures:
     """The backend as Textures; a clear error when it does not state "textures"."""
     _require(backend, "textures")
     return cast(Textures, backend)
+
+
+def timing(backend: "Backend") -> Timing:
+    """The backend as Timing; a clear error when it does not state "timing"."""
+    _require(backend, "timing")
+    return cast(Timing, backend)
 
 
 def shared_arrays(backend: "Backend") -> SharedArrays:
