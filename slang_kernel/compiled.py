@@ -20,7 +20,7 @@ from .cache import digest
 from .compiler.diagnostics import Diagnostic
 from .compiler.reflection import EntryPointInfo, ProgramReflection
 
-__all__ = ["CompileRequest", "CompiledKernel", "ModuleSource", "define_lines"]
+__all__ = ["CompileRequest", "CompiledKernel", "ModuleSource", "Specialization", "define_lines"]
 
 _USER_CODE = re.compile(r'#line \d+ "')           # generated code after Slang's inlined prelude
 _GLOBALS_STRUCT = re.compile(r"struct GlobalParams_\d+\s*\{[^}]*\};")
@@ -42,6 +42,26 @@ class ModuleSource:
     source: str
     path: str          # what diagnostics call it, e.g. "In[3]@1a2b3c4d"
     cell: str          # the cell it comes from ("" for generated wrappers)
+
+
+@dataclass(frozen=True)
+class Specialization:
+    """What a kernel is specialized with from Python (see slang_kernel/specialize.py): the values of
+    its generic parameters and `extern` declarations as Slang text, and the type conformances linked
+    for dynamic dispatch. Part of the compile request (its generated module and options), hashable."""
+
+    args: tuple[tuple[str, str], ...] = ()                  # (name, Slang text) in declaration order
+    conformances: tuple[tuple[str, str, int], ...] = ()     # (interface, type, id; -1: Slang picks)
+
+    def __bool__(self) -> bool:
+        return bool(self.args or self.conformances)
+
+    def __str__(self) -> str:
+        parts = [", ".join(f"{k}={v}" for k, v in self.args)] if self.args else []
+        if self.conformances:
+            parts.append("conformances " + ", ".join(
+                f"{t}:{i}" + (f"={n}" if n >= 0 else "") for i, t, n in self.conformances))
+        return "; ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -104,6 +124,7 @@ class CompiledKernel:
     globals_from_cpp: frozenset[str] | None = None  # used globals, read off a C++ build (binary targets)
     chain: tuple[ModuleSource, ...] = ()            # the module chain as sources; the entry is in the last
     digests: tuple[tuple[str, str], ...] = ()       # (cell, digest) it was built from
+    specialization: Specialization | None = None    # set when built by Session.kernel(specialize=...)
 
     @functools.cached_property
     def entry_point(self) -> EntryPointInfo:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 import numpy as np
 
 from .backends import Backend
-from .compiled import CompiledKernel
+from .compiled import CompiledKernel, Specialization
 from .compiler.reflection import EntryPointInfo, ParamInfo
 from .errors import BoundsError, DeviceLost, KernelCrash, KernelInterrupted, KernelTimeout, OutOfRangeWarning, ParameterError
 
@@ -26,7 +26,8 @@ class KernelHost(Protocol):
     backend: Backend
     revision: int
 
-    def compile_entry(self, name: str, target: str | None = None) -> CompiledKernel: ...
+    def compile_entry(self, name: str, target: str | None = None,
+                      specialization: Specialization | None = None) -> CompiledKernel: ...
     def compile_variant(self, name: str, rewrite: Callable[[str], str]) -> CompiledKernel: ...
     def is_current(self, built_from: CompiledKernel) -> bool: ...
     def code(self, name: str, target: str = "hlsl") -> str: ...
@@ -82,20 +83,23 @@ def check_parameters(kernel: CompiledKernel, values: Mapping[str, Any]) -> None:
 class ComputeKernel:
     """A compute entry point, following its name: re-running its cell (or a later cell defining the
     same name) takes effect at the next call. While the new revision does not compile, the last good
-    one keeps running (`compiled()` still returns it; the session's `failure(cell)` has the error)."""
+    one keeps running (`compiled()` still returns it; the session's `failure(cell)` has the error).
+    `specialization`: what `Session.kernel(name, specialize=..., type_conformances=...)` fixed (None:
+    the kernel as written); each specialization is its own compiled kernel."""
 
-    def __init__(self, session: KernelHost, name: str) -> None:
+    def __init__(self, session: KernelHost, name: str, specialization: Specialization | None = None) -> None:
         self.session = session
         self.name = name
+        self.specialization = specialization or None
         self._last: tuple[int, Backend, CompiledKernel] | None = None
 
     def compiled(self, target: str | None = None) -> CompiledKernel:
         if target is not None:
-            return self.session.compile_entry(self.name, target)
+            return self.session.compile_entry(self.name, target, self.specialization)
         last, s = self._last, self.session
         if last is not None and last[0] == s.revision and last[1] is s.backend:
             return last[2]  # the hot path of every call: nothing in the session changed
-        ck = s.compile_entry(self.name)
+        ck = s.compile_entry(self.name, None, self.specialization)
         self._last = (s.revision, s.backend, ck)
         return ck
 
@@ -125,10 +129,23 @@ class ComputeKernel:
         return numpy_dtype(t)
 
     @property
+    def path(self) -> str:
+        """Which code path this kernel takes on the session's backend: on the CPU "simd (avx2, 8 lanes)"
+        (the threads of a group run in vector lanes) or "scalar: <why>"; other backends: their name."""
+        from .backends import kernel_paths
+
+        backend = self.session.backend
+        if "kernel_paths" not in backend.capabilities:
+            return backend.name
+        return kernel_paths(backend).path(self.compiled())
+
+    @property
     def numthreads(self) -> tuple[int, int, int]:
         return self.compiled().entry_point.numthreads
 
     def code(self, target: str = "hlsl") -> str:
+        if self.specialization:
+            return self.compiled(target).code
         return self.session.code(self.name, target)
 
     def ir(self) -> str:
@@ -172,11 +189,13 @@ class ComputeKernel:
 
     @property
     def signature(self) -> str:
-        return f"{self.name}(" + ", ".join(f"{p.type.name} {p.name}" for p in self.params) + ")"
+        spec = f"<{self.specialization}>" if self.specialization else ""
+        return f"{self.name}{spec}(" + ", ".join(f"{p.type.name} {p.name}" for p in self.params) + ")"
 
     def __repr__(self) -> str:
         try:
             sig = self.signature
         except Exception as exc:  # a broken cell must not break repr
-            sig = f"{self.name}(...) [{type(exc).__name__}]"
+            spec = f"<{self.specialization}>" if self.specialization else ""
+            sig = f"{self.name}{spec}(...) [{type(exc).__name__}]"
         return f"<ComputeKernel {sig} numthreads={self.numthreads if 'Error' not in sig else '?'}>"

@@ -22,11 +22,14 @@ from .autodiff import SlangFunction
 from .backends import Backend, BackendConfig, create_backend
 from .cache import DiskCache, compiler_fingerprint, digest
 from .cells import Cell, identifiers, import_prefix, interface_text, module_name_for, resolve_imports
-from .compiled import CompiledKernel, CompileRequest, ModuleSource, define_lines
+from .compiled import CompiledKernel, CompileRequest, ModuleSource, Specialization, define_lines
 from .compiler.client import CompilerProcess
 from .compiler.diagnostics import Diagnostic, SlangCompileError, SlangCompilerCrash, parse_diagnostics
 from .compiler.reflection import DeclInfo, FunctionInfo
 from .kernels import ComputeKernel
+from .specialize import SpecializationError, conformance_options, explain, find_entry, find_externs
+from .specialize import specialization as specialization_of
+from .specialize import variant as specialize_variant
 
 if TYPE_CHECKING:
     from .compare import Comparison
@@ -73,7 +76,8 @@ class Session:
     compiler runs in its own process (started here, in the background), so a compiler crash costs
     one cell's error, never the session. threads/checked/timeout/isolate configure the backend
     (BackendConfig: checked=True reports out-of-range buffer indices, timeout= stops a dispatch after
-    that many seconds, isolate=False runs CPU kernels in this process: lower overhead, not crash-safe).
+    that many seconds, isolate=False runs CPU kernels in this process: lower overhead, not crash-safe;
+    fast_math=True builds CPU kernels with -ffast-math: faster, no IEEE care for NaN/inf or ordering).
     """
 
     def __init__(
@@ -89,12 +93,13 @@ class Session:
         checked: bool = False,
         timeout: float | None = None,
         isolate: bool = True,
+        fast_math: bool = False,
     ) -> None:
         self.options = tuple(options)
         self._defines = {str(k): str(v) for k, v in (defines or {}).items()}
         self.cache = DiskCache(cache_dir, enabled=cache)
         self.fingerprint = digest(compiler_fingerprint(), *(p.read_bytes() for p in sorted(MODULE_DIR.glob("*.slang"))))
-        self.config = BackendConfig(threads=threads, checked=checked, timeout=timeout, isolate=isolate,
+        self.config = BackendConfig(threads=threads, checked=checked, timeout=timeout, isolate=isolate, fast_math=fast_math,
                                     include_paths=(str(MODULE_DIR),), cache=self.cache)
         self._compiler = compiler or CompilerProcess()
         self._compiler.start()
@@ -424,9 +429,28 @@ class Session:
             raise TypeError(f"{name} in {cell.shown} is a {decl.kind}, not a function")
         return cell, decl.functions
 
-    def kernel(self, name: str) -> ComputeKernel:
+    def kernel(self, name: str, *, specialize: Mapping[str, Any] | None = None,
+               type_conformances: Sequence[Sequence[Any]] = ()) -> ComputeKernel:
+        """The compute kernel `name`. specialize: values of its generic parameters (`void k<T : IFoo,
+        let N : int>`: {"T": "MyType", "N": 4}) and of `extern struct`/`extern static const`
+        declarations of its cells (link-time specialization); type_conformances: (interface, type, id)
+        triples linked for dynamic dispatch (`createDynamicObject`, interface-typed parameters).
+        Each specialization is compiled once and cached like any kernel (see specialize.py)."""
         self.owner(name, kernel=True)
-        return ComputeKernel(self, name)
+        if not specialize and not type_conformances:
+            return ComputeKernel(self, name)
+        return ComputeKernel(self, name, self.specialization(name, specialize, type_conformances))
+
+    def specialization(self, name: str, specialize: Mapping[str, Any] | None = None,
+                       type_conformances: Sequence[Sequence[Any]] = ()) -> Specialization:
+        """Check `specialize=`/`type_conformances=` against kernel `name` as its cells declare it now;
+        raises SpecializationError saying which value does not fit and why."""
+        owner = self.owner(name, kernel=True)
+        elsewhere: dict[str, Any] = {}
+        for c in self.closure([self._cells[n] for n in owner.imports]):
+            elsewhere.update(find_externs(c.shown, c.source))
+        return specialization_of(name, find_entry(owner.source, name), find_externs(owner.shown, owner.source),
+                                 specialize, type_conformances, elsewhere)
 
     def function(self, name: str) -> SlangFunction:
         self.function_info(name)
@@ -585,15 +609,85 @@ class Session:
         return SlangCompileError(f"{', '.join(req.entries) or req.what} did not compile for target {req.target}.{hint}",
                                  diags, sources)
 
-    def compile_entry(self, name: str, target: str | None = None) -> CompiledKernel:
-        """Target code and reflection for a compute kernel of the current cells (cached)."""
+    def compile_entry(self, name: str, target: str | None = None,
+                      specialization: Specialization | None = None) -> CompiledKernel:
+        """Target code and reflection for a compute kernel of the current cells (cached); with a
+        `specialization` (from `Session.specialization`), of that specialization of it."""
         target = target or self.backend.target
+        if specialization:
+            return self._compile_specialized(name, target, specialization)
         hit = self._entries.get((name, target))
         if hit is not None and self.is_current(hit) and hit.cell == self._owner_name(name):
             return hit
         owner = self.owner(name, kernel=True)
-        ck = self.compile(self.request("compile", cell=owner.name, entries=[name], target=target))[name]
+        entry = find_entry(owner.source, name)
+        if entry is not None and entry.generics:  # says which generic arguments it needs
+            specialization_of(name, entry, {}, None)
+        try:
+            ck = self.compile(self.request("compile", cell=owner.name, entries=[name], target=target))[name]
+        except SlangCompileError as exc:
+            externs = find_externs(owner.shown, owner.source)
+            unresolved = [e for e in externs.values() if any(d.code == "E45001" and e.name in d.message
+                                                             for d in exc.diagnostics)]
+            if not unresolved:
+                raise
+            raise SpecializationError(
+                f"{name} uses extern declarations that nothing defines: "
+                + ", ".join(e.describe() for e in unresolved) + ". Give them with s.kernel(" + repr(name)
+                + ", specialize={" + ", ".join(f"{e.name!r}: {'4' if e.value_type else repr('MyType')}"
+                                              for e in unresolved) + "}), or define them with `export` in a cell."
+            ) from None
         self._entries[(name, target)] = ck
+        return ck
+
+    def _compile_specialized(self, name: str, target: str, spec: Specialization) -> CompiledKernel:
+        """A specialization: a variant of the kernel's cell (specialize.variant: externs defined, a
+        generated entry point for a generic kernel) with Slang's -conformance options, compiled and
+        cached like the cell's own kernels (keyed by its text and options; dropped with the cell)."""
+        slot = (f"{name}<{spec}>", target)
+        owner = self.owner(name, kernel=True)
+        hit = self._entries.get(slot)
+        if hit is not None and self.is_current(hit) and (owner.name, owner.digest) in hit.digests:
+            return hit
+        if spec.conformances and target == self.backend.target and target not in ("cpp", "cuda") \
+                and "type_conformances" not in self.backend.capabilities:
+            raise SpecializationError(
+                f"{name}: type_conformances need a backend that runs Slang's generated code (cpu, cuda); the "
+                f"{self.backend.name} backend builds kernels from Slang source through slangpy, which this "
+                "version does not hand conformances to. Use Session(backend='cpu') or 'cuda', or `specialize=` "
+                "(a generic parameter instead of dynamic dispatch).")
+        externs = find_externs(owner.shown, owner.source)
+        entry = find_entry(owner.source, name)
+        wanted = {g.name for g in entry.generics} if entry is not None else set()
+        have = {k for k, _ in spec.args}
+        if entry is None or not wanted <= have or not have <= wanted | set(externs):
+            raise SpecializationError(
+                f"{name} in {owner.shown} changed since it was specialized with {spec} (it now declares "
+                + (", ".join(g.describe() for g in entry.generics) if entry and entry.generics else "no generic parameters")
+                + "): get it again with s.kernel(..., specialize=...).")
+        wname, text = specialize_variant(owner.source, entry, spec, externs)
+        # the types named in the specialization come from the kernel's cell and the cells before it
+        order = list(self._cells)
+        earlier = [self._cells[n] for n in order[:order.index(owner.name)]]
+        idents = identifiers(text)
+        imports = [self._cells[n] for n in owner.imports]
+        imports += [c for c in resolve_imports(idents - owner.names, earlier) if c not in imports]
+        req = self._build("compile", owner.shown, f"{owner.module}_s{digest(text)[:8]}", text, imports,
+                          self._macros(idents, owner.own_defines), (*owner.options, *conformance_options(spec)),
+                          target=target, entries=[wname])
+        req = dataclasses.replace(req, digests=(*req.digests, (owner.name, owner.digest)))
+        try:
+            ck = self.compile(req)[wname]
+        except SlangCompileError as exc:
+            types = sorted(n for c in [*earlier, owner] for d in c.decls if d.kind in ("struct", "enum", "interface")
+                           or d.kind in ("generic", "generic struct") for n in [d.name])
+            later = {n: c.shown for c in self._cells.values() if c not in earlier and c is not owner for n in c.names}
+            msg = explain(name, spec, exc.diagnostics, types, later)
+            if msg is None:
+                raise
+            raise SpecializationError(msg) from None
+        ck = dataclasses.replace(ck, specialization=spec)
+        self._entries[slot] = ck
         return ck
 
     def compile_variant(self, name: str, rewrite: Callable[[str], str], target: str | None = None) -> CompiledKernel:

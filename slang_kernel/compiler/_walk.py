@@ -31,6 +31,7 @@ _SHAPES = {
     6: "structured_buffer", 7: "byte_address_buffer", 9: "acceleration_structure",
 }
 _ACCESS = {1: "read", 2: "read_write", 3: "raster_ordered", 4: "append", 5: "consume", 6: "write"}
+_TYPE_KIND_INTERFACE = 13
 _DECL_KINDS = {1: "struct", 2: "function", 3: "module", 4: "generic", 5: "variable", 6: "namespace", 7: "enum"}
 
 
@@ -228,7 +229,12 @@ def module_decls(L: Any, decl: int) -> list[DeclInfo]:
         d = L.spReflectionDecl_getChild(decl, i)
         kind = _DECL_KINDS.get(L.spReflectionDecl_getKind(d), "other")
         name = _s(L.spReflectionDecl_getName(d))
-        if not name or kind in ("module", "other"):
+        if kind == "other" and name:  # interfaces are not a decl kind of their own: ask the type
+            t = L.spReflection_getTypeFromDecl(d)
+            if t and L.spReflectionType_GetKind(t) == _TYPE_KIND_INTERFACE:
+                out[name] = DeclInfo(name, "interface", name)
+            continue
+        if not name or kind == "module":
             continue
         if kind == "generic":
             inner = L.spReflectionGeneric_GetInnerDecl(L.spReflectionDecl_castToGeneric(d))

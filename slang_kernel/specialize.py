@@ -1,0 +1,366 @@
+"""Specialization from Python: generic entry points, link-time `extern` declarations, type conformances.
+
+`Session.kernel("k", specialize={"T": "MyType", "N": 4}, type_conformances=[("IFoo", "Impl", 0)])`
+builds a `Specialization` (validated here against the cell's text: which names are generic
+parameters of `k` and which are `extern` declarations of its cell, and whether each value is of the
+right kind) and compiles a variant of the kernel's cell (`variant`):
+
+    extern struct Q : IFoo;   ->  export struct Q : IFoo = MyType;     // link-time types and constants
+    extern static const int M; -> export static const int M = 5;
+    // appended for a generic kernel: k's attributes and parameters with T, N filled in
+    [shader("compute")] [numthreads(8, 1, 1)]
+    void k__MyType_4(uint3 tid : SV_DispatchThreadID, uniform RWStructuredBuffer<MyType> o) { k<MyType, 4>(tid, o); }
+
+Why source and not `IEntryPoint::specialize` on a component: the Vulkan backend builds its program
+from `CompiledKernel.chain` (sgl compiles Slang source and binds by its own reflection, and takes an
+entry point by plain name), so a specialization written as Slang is the one form every backend
+consumes unchanged; Slang checks it as the API would (an explicit generic application; the export
+definitions it links). The generated entry point lives in the kernel's own module because calling
+an entry point segfaults Slang 2026.12 (from an imported module on every target, within one module
+for SPIR-V; measured), the generic loses its `[shader]`/`[numthreads]` attributes in the variant. Type
+conformances are Slang's compiler option `TypeConformance` (`-conformance Impl:IFoo=id`, what
+`createTypeConformanceComponentType` links); the generated code carries the dispatch switch, so
+CPU and CUDA run it unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from .compiled import Specialization
+from .compiler.diagnostics import Diagnostic
+
+__all__ = ["EntryDecl", "Extern", "GenericParam", "Specialization", "SpecializationError", "conformance_options",
+           "entry_name", "explain", "find_entry", "find_externs", "specialization", "variant"]
+
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+_EXTERN_TYPE = re.compile(r"\bextern\s+struct\s+([A-Za-z_]\w*)\s*(?::\s*([^;{=]+?))?\s*;")
+_EXTERN_CONST = re.compile(r"\bextern\s+static\s+const\s+([A-Za-z_][\w<>, ]*?)\s+([A-Za-z_]\w*)\s*;")
+_INTS = ("int", "uint", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t")
+_FLOATS = ("float", "half", "double")
+
+
+class SpecializationError(ValueError):
+    """A `specialize=` or `type_conformances=` value does not fit the kernel; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class GenericParam:
+    name: str
+    value_type: str    # "" for a type parameter, else the type of `let N : int`
+    constraint: str    # "IFoo" of `T : IFoo` ("" when none)
+
+    def describe(self) -> str:
+        if self.value_type:
+            return f"`let {self.name} : {self.value_type}`"
+        return f"`{self.name}{' : ' + self.constraint if self.constraint else ''}`"
+
+
+@dataclass(frozen=True)
+class Extern:
+    """`extern struct Q : IFoo;` (value_type "") or `extern static const int N;` in a cell."""
+
+    name: str
+    value_type: str
+    constraint: str
+    cell: str
+    span: tuple[int, int] = (0, 0)   # where the declaration is in the cell's source
+
+    def describe(self) -> str:
+        if self.value_type:
+            return f"`extern static const {self.value_type} {self.name}` ({self.cell})"
+        return f"`extern struct {self.name}{' : ' + self.constraint if self.constraint else ''}` ({self.cell})"
+
+
+@dataclass(frozen=True)
+class EntryDecl:
+    """The text of a compute entry point's declaration, as the user wrote it."""
+
+    name: str
+    attributes: str                      # `[shader("compute")] [numthreads(8, 1, 1)]`
+    generics: tuple[GenericParam, ...]
+    params: str                          # the parameter list between the parentheses
+    arg_names: tuple[str, ...]
+    attr_span: tuple[int, int] = (0, 0)  # where `attributes` are in the cell's source
+
+
+# -- reading the cell's text ------------------------------------------------------------------------
+
+def _match(text: str, i: int, open_: str, close: str) -> int:
+    """Index just after the bracket matching text[i] (== open_), or -1."""
+    depth = 0
+    for j in range(i, len(text)):
+        c = text[j]
+        if c == open_:
+            depth += 1
+        elif c == close:
+            depth -= 1
+            if depth == 0:
+                return j + 1
+    return -1
+
+
+def _split(text: str) -> list[str]:
+    """Split at top-level commas (not inside <>, (), [] or {})."""
+    out, depth, cur = [], 0, ""
+    for c in text:
+        if c in "<([{":
+            depth += 1
+        elif c in ">)]}":
+            depth -= 1
+        if c == "," and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += c
+    if cur.strip():
+        out.append(cur)
+    return [p.strip() for p in out if p.strip()]
+
+
+def _strip_comments(text: str) -> str:
+    """Comments blanked out (same length, so offsets stay valid)."""
+    return re.sub(r"//[^\n]*|/\*.*?\*/", lambda m: re.sub(r"[^\n]", " ", m.group(0)), text, flags=re.S)
+
+
+def _arg_name(param: str) -> str:
+    p = re.sub(r"\[[^\]]*\]", " ", param)        # attributes and array sizes
+    p = re.split(r"(?<!:):(?!:)|=", p, maxsplit=1)[0]  # semantic or default value
+    names = _IDENT.findall(p)
+    return names[-1] if names else ""
+
+
+def find_entry(source: str, name: str) -> EntryDecl | None:
+    """The declaration of compute entry point `name` in a cell's source (None when not found)."""
+    text = _strip_comments(source)
+    for m in re.finditer(rf"\bvoid\s+{re.escape(name)}\b\s*", text):
+        i = m.end()
+        generics: tuple[GenericParam, ...] = ()
+        if i < len(text) and text[i] == "<":
+            end = _match(text, i, "<", ">")
+            if end < 0:
+                continue
+            generics = tuple(_generic(g) for g in _split(text[i + 1:end - 1]))
+            i = end
+            while i < len(text) and text[i].isspace():
+                i += 1
+        if i >= len(text) or text[i] != "(":
+            continue
+        end = _match(text, i, "(", ")")
+        if end < 0:
+            continue
+        rest = text[end:].lstrip()
+        if not (rest.startswith("{") or rest.startswith("where")):
+            continue  # a call or a forward declaration, not the definition
+        params = source[i + 1:end - 1]
+        start = m.start()                       # attributes right before `void`
+        j = start
+        while True:
+            k = j
+            while k > 0 and text[k - 1].isspace():
+                k -= 1
+            if k > 0 and text[k - 1] == "]":
+                depth, s = 0, k - 1
+                while s >= 0:
+                    depth += text[s] == "]"
+                    depth -= text[s] == "["
+                    if depth == 0:
+                        break
+                    s -= 1
+                if s < 0:
+                    break
+                j = s
+                continue
+            break
+        args = tuple(_arg_name(p) for p in _split(_strip_comments(params)))
+        return EntryDecl(name, source[j:start].strip(), generics, params, args, (j, start))
+    return None
+
+
+def _generic(text: str) -> GenericParam:
+    t = text.strip()
+    if t.startswith("let "):
+        head, _, typ = t[4:].partition(":")
+        return GenericParam(head.split("=")[0].strip(), typ.split("=")[0].strip() or "int", "")
+    head, _, constraint = t.partition(":")
+    return GenericParam(head.split("=")[0].replace("typename", "").strip(), "", constraint.split("=")[0].strip())
+
+
+def find_externs(cell: str, source: str) -> dict[str, Extern]:
+    """`extern struct` and `extern static const` declarations of one cell, with their text spans."""
+    out: dict[str, Extern] = {}
+    text = _strip_comments(source)
+    for m in _EXTERN_TYPE.finditer(text):
+        out[m.group(1)] = Extern(m.group(1), "", (m.group(2) or "").strip(), cell, m.span())
+    for m in _EXTERN_CONST.finditer(text):
+        out[m.group(2)] = Extern(m.group(2), m.group(1).strip(), "", cell, m.span())
+    return out
+
+
+# -- checking what the user gave --------------------------------------------------------------------
+
+def _literal(kernel: str, what: str, name: str, value: Any, value_type: str) -> str:
+    """A Python value as a Slang literal of `value_type`; a clear error for the wrong kind."""
+    base = value_type.strip()
+    kind = type(value).__name__
+    if isinstance(value, str):
+        raise SpecializationError(
+            f"{kernel}: {what} is a value of type {base}, not a type: give a Python number "
+            f"(e.g. specialize={{{name!r}: 4}}); got the string {value!r}.")
+    if hasattr(value, "item") and not isinstance(value, (bool, int, float)):
+        value = value.item()  # numpy scalars
+    if base == "bool":
+        if not isinstance(value, bool):
+            raise SpecializationError(f"{kernel}: {what} is a bool: give True or False; got {kind} {value!r}.")
+        return "true" if value else "false"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise SpecializationError(f"{kernel}: {what} needs a number of type {base}; got {kind} {value!r}.")
+    if base in _INTS:
+        if not isinstance(value, int):
+            raise SpecializationError(f"{kernel}: {what} is an integer ({base}); got {kind} {value!r}.")
+        if base.startswith("u") and value < 0:
+            raise SpecializationError(f"{kernel}: {what} is unsigned ({base}); got {value!r}.")
+        return str(value)
+    if base in _FLOATS:
+        return repr(float(value))
+    return repr(value)
+
+
+def _type_text(kernel: str, what: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise SpecializationError(
+            f"{kernel}: {what} is a type parameter: give a Slang type name as a string "
+            f"(e.g. 'MyType'); got {type(value).__name__} {value!r}.")
+    if not re.fullmatch(r"[\w<>, :.\[\]]+", value.strip()):
+        raise SpecializationError(f"{kernel}: {what}: {value!r} is not a Slang type name.")
+    return value.strip()
+
+
+def specialization(kernel: str, entry: EntryDecl | None, externs: Mapping[str, Extern],
+                   specialize: Mapping[str, Any] | None, type_conformances: Sequence[Sequence[Any]] = (),
+                   elsewhere: Mapping[str, Extern] | None = None) -> Specialization:
+    """Check `specialize=` and `type_conformances=` against the kernel's declaration (`externs`: those
+    of its own cell; `elsewhere`: those of the cells it imports, which it cannot specialize)."""
+    given = dict(specialize or {})
+    generics = entry.generics if entry is not None else ()
+    args: list[tuple[str, str]] = []
+    missing = []
+    for g in generics:
+        if g.name not in given:
+            missing.append(g)
+            continue
+        what = f"generic parameter {g.describe()}"
+        v = given.pop(g.name)
+        args.append((g.name, _literal(kernel, what, g.name, v, g.value_type) if g.value_type else _type_text(kernel, what, v)))
+    if missing:
+        raise SpecializationError(
+            f"{kernel} is generic ({', '.join(g.describe() for g in generics)}) and needs a value for "
+            + ", ".join(g.describe() for g in missing) + ": pass specialize={"
+            + ", ".join(f"'{g.name}': {'4' if g.value_type else repr('MyType')}" for g in missing) + "}.")
+    for name in list(given):
+        ext = externs.get(name)
+        other = (elsewhere or {}).get(name)
+        if ext is None and other is not None:
+            raise SpecializationError(
+                f"{kernel}: {other.describe()} is declared in {other.cell}, not in the kernel's own cell: "
+                f"specialize= sets the extern declarations of the cell that defines {kernel}. Move the "
+                f"declaration there, or define it in a cell with `export` (link-time, as Slang does it).")
+        if ext is None:
+            known = [g.describe() for g in generics] + [e.describe() for e in externs.values()]
+            raise SpecializationError(
+                f"{kernel} has no generic parameter or extern declaration named {name!r}; it has: "
+                f"{', '.join(known) or 'none (it is neither generic nor uses extern declarations)'}.")
+        what = f"extern {ext.describe()}"
+        v = given.pop(name)
+        args.append((name, _literal(kernel, what, name, v, ext.value_type) if ext.value_type else _type_text(kernel, what, v)))
+    confs = []
+    for i, c in enumerate(type_conformances):
+        if isinstance(c, str) or len(c) not in (2, 3) or not all(isinstance(x, str) for x in c[:2]):
+            raise SpecializationError(
+                f"{kernel}: type_conformances[{i}] must be (interface, type) or (interface, type, id), e.g. "
+                f"('IFoo', 'Impl', 0); got {c!r}.")
+        ident = c[2] if len(c) == 3 else -1
+        if isinstance(ident, bool) or not isinstance(ident, int):
+            raise SpecializationError(f"{kernel}: type_conformances[{i}]: the id must be an int; got {ident!r}.")
+        confs.append((_type_text(kernel, "an interface", c[0]), _type_text(kernel, "a conforming type", c[1]), ident))
+    ids = [n for _, _, n in confs if n >= 0]
+    if len(set(ids)) != len(ids):
+        raise SpecializationError(f"{kernel}: type_conformances give the same id twice ({ids}): each type needs its own.")
+    return Specialization(tuple(args), tuple(confs))
+
+
+def conformance_options(spec: Specialization) -> tuple[str, ...]:
+    """Slang's `-conformance Type:IFace[=id]` options (CompilerOptionName::TypeConformance)."""
+    out: list[str] = []
+    for iface, typ, ident in spec.conformances:
+        out += ["-conformance", f"{typ}:{iface}" + (f"={ident}" if ident >= 0 else "")]
+    return tuple(out)
+
+
+# -- the generated module ----------------------------------------------------------------------------
+
+def entry_name(kernel: str, spec: Specialization) -> str:
+    """The generated entry point's name: readable (it shows in messages), an identifier."""
+    tag = "_".join(re.sub(r"\W+", "_", v.replace(".", "p").replace("-", "m")).strip("_") for _, v in spec.args)
+    return f"{kernel}__{tag or 'spec'}"[:80]
+
+
+def variant(source: str, entry: EntryDecl, spec: Specialization, externs: Mapping[str, Extern]) -> tuple[str, str]:
+    """(entry name, Slang text): the kernel's cell with its specialized `extern` declarations turned
+    into `export` definitions (in place: line numbers stay the cell's), and for a generic kernel a
+    generated non-generic entry point appended that calls `kernel<args>(...)` (see the module docstring).
+    """
+    values = dict(spec.args)
+    text = source
+    if entry.generics:  # the generic becomes a plain function: Slang crashes on calls to entry points
+        a, b = entry.attr_span
+        text = text[:a] + re.sub(r"[^\n]", " ", text[a:b]) + text[b:]
+    for ext in sorted((e for e in externs.values() if e.name in values), key=lambda e: -e.span[0]):
+        v = values[ext.name]
+        new = (f"export static const {ext.value_type} {ext.name} = {v};" if ext.value_type
+               else f"export struct {ext.name}{' : ' + ext.constraint if ext.constraint else ''} = {v};")
+        text = text[:ext.span[0]] + new + text[ext.span[1]:]
+    if not entry.generics:
+        return entry.name, text
+    subst = {g.name: values[g.name] for g in entry.generics}
+    pattern = re.compile(r"\b(" + "|".join(re.escape(n) for n in subst) + r")\b")
+
+    def fill(t: str) -> str:
+        return pattern.sub(lambda m: subst[m.group(1)], t)
+
+    name = entry_name(entry.name, spec)
+    targs = ", ".join(values[g.name] for g in entry.generics)
+    attrs = fill(entry.attributes) or '[shader("compute")]'
+    text += (f"\n\n// slang-kernel: {entry.name} specialized with {spec}\n{attrs}\n"
+             f"void {name}({fill(entry.params)})\n{{\n    {entry.name}<{targs}>({', '.join(entry.arg_names)});\n}}\n")
+    return name, text
+
+
+def explain(kernel: str, spec: Specialization, diags: Sequence[Diagnostic], types: Sequence[str],
+            later: Mapping[str, str] | None = None) -> str | None:
+    """A message for the usual ways a specialization fails to compile (None: Slang's own is clearer).
+    types: the types the specialization may use; later: names defined only after the kernel's cell."""
+    given = {v for _, v in spec.args} | {t for _, t, _ in spec.conformances} | {i for i, _, _ in spec.conformances}
+    known = ", ".join(types) or "none"
+    for d in diags:
+        if d.severity != "error":
+            continue
+        m = re.search(r"undefined identifier '([^']+)'", d.message) or re.search(r"type '([^']+)' is not found",
+                                                                                d.message)
+        if m and m.group(1) in given:
+            where = (later or {}).get(m.group(1))
+            if where:
+                return (f"{m.group(1)!r} is defined in {where}, after the cell of {kernel}: a specialization "
+                        f"uses the types of the kernel's cell and the cells before it (move the kernel's cell "
+                        f"after {where}, or the type before it). (specializing {kernel}: {spec})")
+            return f"no type {m.group(1)!r} in this session; defined: {known}. (specializing {kernel}: {spec})"
+        m = re.search(r"type argument '([^']+)' does not conform to the required interface '([^']+)'", d.message)
+        if m:
+            return (f"{m.group(1)!r} does not conform to {m.group(2)!r}, which {kernel} requires: make it conform "
+                    f"(`struct {m.group(1)} : {m.group(2)} {{...}}`, or an `extension`) or pick another type. (specializing {kernel}: {spec})")
+        if re.search(r"conform", d.message):
+            return (f"a type given to {kernel} does not conform to the interface it is used for: {d.message} "
+                    f"(specializing {kernel}: {spec})")
+    return None
