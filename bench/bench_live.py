@@ -1,6 +1,7 @@
 """Frame rate of LiveImage / live kernels in a real JupyterLab + headless Chromium, split per stage.
 
     .venv/bin/python bench/bench_live.py [--seconds 5] [--only numpy|cpu|vulkan|vulkan_inproc]
+    .venv/bin/python bench/bench_live.py --frames 300   # the live Vulkan frame alone: worker vs in-process
 
 Starts JupyterLab (tests/browser/conftest.py's helper) on a temp root, runs a notebook with
 (1) a LiveImage whose render is light numpy (512x512 RGBA8) and (2) a ``live`` CPU-backend Slang
@@ -41,10 +42,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "browser"))
-from conftest import CHROMIUM, CHROMIUM_ARGS, LIVE_CPU_CELL, _free_port, jupyterlab, run_all_cells  # noqa: E402
+from conftest import CHROMIUM, CHROMIUM_ARGS, LIVE_CPU_CELL, LabTools, _free_port, run_all_cells  # noqa: E402
 
 NUMPY_CELL = '''\
 import numpy as np
@@ -156,13 +158,67 @@ def _root(page, i: int):
     return page.locator(".jp-Notebook .jp-Cell").nth(i + 1).locator(".sk-img")
 
 
+def frame_times(n: int) -> None:
+    """--frames: the live Vulkan frame without the browser, 512x512 float4 texture -> rgba8, medians
+    of n frames interleaved round-robin (the 2-core machine is shared: interleaving spreads its noise
+    over every variant alike). worker: dispatch + frame() (one copy, by the worker, into shared
+    memory); worker_two_copies: dispatch + numpy() (worker -> staging -> a new array: the frame path
+    before frame()); in_process: Session(isolate=False). Also the read alone and the dispatch alone,
+    and what the worker itself spent on the dispatch (the rest of the worker's dispatch is the boundary)."""
+    import numpy as np
+    import slang_kernel as sk
+    from slang_kernel.playground import to_rgba8
+
+    sessions = {"worker": sk.Session(backend="vulkan"), "in_process": sk.Session(backend="vulkan", isolate=False)}
+    texes, kernels = {}, {}
+    for name, s in sessions.items():
+        s.run_cell("RWTexture2D<float4> outputTexture;\n" + TEXTURE_KERNEL.replace(
+            ", uniform RWTexture2D<float4> outputTexture", ""), name="shade")
+        texes[name] = s.backend.texture((512, 512, 4), np.float32)   # type: ignore[attr-defined]
+        kernels[name] = s.kernel("shade")
+    variants = {
+        "worker": ("worker", lambda t: t.frame()),
+        "worker_two_copies": ("worker", lambda t: t.numpy()),
+        "in_process": ("in_process", lambda t: t.numpy()),
+    }
+    rows: dict[str, dict[str, list[float]]] = {v: {"frame": [], "dispatch": [], "read": [], "worker_us": []}
+                                               for v in variants}
+    for i in range(n + 20):
+        for v, (sname, read) in variants.items():
+            tex, k = texes[sname], kernels[sname]
+            t0 = time.perf_counter()
+            k(threads=(512, 512, 1), outputTexture=tex, amp=0.8, t=float(i))
+            t1 = time.perf_counter()
+            to_rgba8(read(tex))
+            t2 = time.perf_counter()
+            t3 = time.perf_counter()
+            read(tex)
+            t4 = time.perf_counter()
+            if i >= 20:   # warm-up: builds, first mappings
+                r = rows[v]
+                r["frame"].append((t2 - t0) * 1e3)
+                r["dispatch"].append((t1 - t0) * 1e3)
+                r["read"].append((t4 - t3) * 1e3)
+                if sname == "worker":
+                    r["worker_us"].append(float(getattr(sessions[sname].backend, "last_worker_us")))
+    out = {v: {k: round(statistics.median(x), 3) for k, x in r.items() if x} for v, r in rows.items()}
+    for v, r in out.items():
+        print(f"{v:18s} frame {r['frame']:.2f} ms = dispatch {r['dispatch']:.2f} + read/encode; read alone "
+              f"{r['read']:.2f} ms" + (f"; the worker's own dispatch {r['worker_us'] / 1e3:.2f} ms" if "worker_us" in r else ""))
+    print("BENCH_FRAMES", json.dumps(out))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--only", choices=["numpy", "cpu", "vulkan", "vulkan_inproc"])
     ap.add_argument("--raw", action="store_true", help="no JPEG previews (LiveImage(lossy=False))")
     ap.add_argument("--size", type=int, default=512, help="numpy case: image side (display stays 512)")
+    ap.add_argument("--frames", type=int, default=0, help="no browser: time N live Vulkan frames per variant")
     args = ap.parse_args()
+    if args.frames:
+        frame_times(args.frames)
+        return
     cells = ["import logging"]
     names = []
     if args.only in (None, "numpy"):
@@ -180,7 +236,11 @@ def main() -> None:
 
     results: dict[str, dict] = {}
     port = _free_port()
-    with tempfile.TemporaryDirectory() as tmp, jupyterlab(pathlib.Path(tmp), cells, "bench.ipynb") as url:
+    with ExitStack() as stack:   # the browser tests' shared-server helper, on a root of our own
+        tmp = stack.enter_context(tempfile.TemporaryDirectory())
+        tools = LabTools(pathlib.Path(tmp))
+        stack.callback(tools.close)
+        url = stack.enter_context(tools.jupyterlab(None, cells, "bench.ipynb"))
         chrome = subprocess.Popen(
             [CHROMIUM, "--headless=new", f"--remote-debugging-port={port}", f"--user-data-dir={tmp}/chromium",
              "--window-size=1400,1000", *CHROMIUM_ARGS, "about:blank"],
