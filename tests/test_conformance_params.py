@@ -14,9 +14,9 @@ rng = np.random.default_rng(15)
 
 def test_parameter_block_with_buffers_and_a_nested_struct(session: sk.Session) -> None:
     session.run_cell("""
-struct Inner { float scale; RWStructuredBuffer<float> out; };
-struct Block { float4 color; uint n; StructuredBuffer<float> inp; Inner inner; };
-ParameterBlock<Block> pb;
+struct PbpInner { float scale; RWStructuredBuffer<float> out; };
+struct PbpBlock { float4 color; uint n; StructuredBuffer<float> inp; PbpInner inner; };
+ParameterBlock<PbpBlock> pb;
 [shader("compute")][numthreads(8, 1, 1)]
 void pb_kernel(uint3 t: SV_DispatchThreadID)
 {
@@ -75,13 +75,13 @@ void typed_bufs(uint3 t: SV_DispatchThreadID, Buffer<float4> a, Buffer<uint> b, 
 
 
 CELLS = """
-struct Material { float3 albedo; float roughness; };
-struct Particle { float3 pos; uint id; Material mat; float2 uv; };
+struct SparkMaterial { float3 albedo; float roughness; };
+struct Spark { float3 pos; uint id; SparkMaterial mat; float2 uv; };
 [shader("compute")][numthreads(8, 1, 1)]
-void shade_particles(uint3 t: SV_DispatchThreadID, StructuredBuffer<Particle> ps, RWStructuredBuffer<Particle> outp,
+void shade_particles(uint3 t: SV_DispatchThreadID, StructuredBuffer<Spark> ps, RWStructuredBuffer<Spark> outp,
                      RWStructuredBuffer<float4> o)
 {
-    Particle p = ps[t.x];
+    Spark p = ps[t.x];
     o[t.x] = float4(p.mat.albedo * p.mat.roughness + p.pos, float(p.id) + p.uv.x * p.uv.y);
     p.pos = p.pos * 2; p.id = p.id + 100; p.mat.roughness = 1 - p.mat.roughness;
     outp[t.x] = p;
@@ -101,7 +101,7 @@ def _particles(dt: np.dtype, n: int) -> np.ndarray:
 def test_struct_buffer_through_session_dtype_gives_one_answer(session: sk.Session) -> None:
     """A buffer of nested structs filled through s.dtype: the same numbers on every backend."""
     session.run_cell(CELLS, name="p_structs")
-    dt = session.dtype("Particle")
+    dt = session.dtype("Spark")
     assert dt.names == ("pos", "id", "mat", "uv") and dt["mat"].names == ("albedo", "roughness")
     assert dt == session.kernel("shade_particles").dtype("ps")
     n = 16
@@ -140,7 +140,7 @@ def test_struct_buffer_through_session_dtype_gives_one_answer(session: sk.Sessio
 
 def test_struct_buffer_bad_values_say_what_is_expected(session: sk.Session) -> None:
     session.run_cell(CELLS, name="p_structs")
-    k, dt, n = session.kernel("shade_particles"), session.dtype("Particle"), 8
+    k, dt, n = session.kernel("shade_particles"), session.dtype("Spark"), 8
     ps, o = _particles(dt, n), np.zeros((n, 4), np.float32)
     # a written buffer of the wrong dtype: the error shows the expected dtype and how to make one
     with pytest.raises(TypeError, match=r"`outp`.*pos: float32\[3\] @0.*id: uint32 @12.*k\.dtype\('outp'\)"):
@@ -154,9 +154,9 @@ def test_struct_buffer_bad_values_say_what_is_expected(session: sk.Session) -> N
     with pytest.raises(TypeError, match=r"`ps`.*field mat.*missing field roughness"):
         k(threads=n, ps={"pos": ps["pos"], "id": ps["id"], "uv": ps["uv"], "mat": {"albedo": ps["mat"]["albedo"]}},
           outp=np.zeros(n, dt), o=o)
-    with pytest.raises(TypeError, match=r"`ps`.*structs Particle.*pos: float32\[3\]"):
+    with pytest.raises(TypeError, match=r"`ps`.*structs Spark.*pos: float32\[3\]"):
         k(threads=n, ps=np.zeros((n, 12), np.float32), outp=np.zeros(n, dt), o=o)
-    with pytest.raises(TypeError, match=r"no type `Particel`.*Particle"):
-        session.dtype("Particel")
+    with pytest.raises(TypeError, match=r"no type `Sprak`.*Spark"):
+        session.dtype("Sprak")
     k(threads=n, ps=ps, outp=np.zeros(n, dt), o=o)   # still usable
     assert o[1, 3] == ps["id"][1] + ps["uv"][1, 0] * ps["uv"][1, 1]

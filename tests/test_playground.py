@@ -89,6 +89,20 @@ def vk():
     s.close()
 
 
+@pytest.fixture(scope="module")
+def cpu_textures(cache_dir: str):
+    """A CPU session for the texture cells (CPU textures are numpy arrays in shared memory)."""
+    s = sk.Session(backend="cpu", cache_dir=cache_dir)
+    yield s
+    s.close()
+
+
+@pytest.fixture(params=["cpu", pytest.param("vulkan", marks=pytest.mark.vulkan)])
+def pg(request: pytest.FixtureRequest) -> sk.Session:
+    """The Playground cells that must draw alike on CPU and Vulkan run on both."""
+    return request.getfixturevalue("cpu_textures" if request.param == "cpu" else "vk")
+
+
 @pytest.mark.vulkan
 def test_attributes_are_reflected(vk: sk.Session) -> None:
     vk.run_cell(SHADER, name="shader")
@@ -140,11 +154,18 @@ def test_printing_and_buffers_cpu() -> None:
         assert p.read("result")[5] == 10.0
 
 
-def test_cpu_texture_cell_says_vulkan() -> None:
-    with sk.Session(backend="cpu") as s:
+@pytest.mark.vulkan
+def test_texture_cell_draws_the_same_on_cpu_as_on_vulkan(vk: sk.Session, cpu_textures: sk.Session) -> None:
+    images = []
+    for s in (cpu_textures, vk):
         s.run_cell(SHADER, name="shader")
-        with pytest.raises(PlaygroundError, match="no textures.*vulkan"):
-            PlaygroundProgram(s, "shader")
+        p = PlaygroundProgram(s, "shader", screen=(96, 64))
+        assert p.resources["outputTexture"].shape == (64, 96)
+        images.append(p.frame(time=250.0, zoom=0.7).image().astype(int))
+    assert images[0][..., :3].std() > 10
+    diff = np.abs(images[0] - images[1]).max(axis=2)
+    # only the centre pixel may differ: uv = (0, 0) there, and atan2(0, 0) is up to the math library
+    assert [tuple(x) for x in np.argwhere(diff > 2)] in ([], [(32, 48)])
 
 
 def test_missing_attribute_is_a_clear_error() -> None:
@@ -421,8 +442,8 @@ def _density(x: int, y: int, z: int) -> float:
     return float(max(0.0, 1.0 - 2.5 * np.linalg.norm(p)))
 
 
-@pytest.mark.vulkan
-def test_volume_slice_viewer_shows_the_slice_written(vk: sk.Session) -> None:
+def test_volume_slice_viewer_shows_the_slice_written(pg: sk.Session) -> None:
+    vk = pg
     vk.run_cell(VOLUME, name="volume_viewer")
     p = PlaygroundProgram(vk, "volume_viewer", screen=(128, 128))
     vol = p.read("volume")
@@ -494,8 +515,8 @@ void show(uint3 id : SV_DispatchThreadID)
 '''
 
 
-@pytest.mark.vulkan
-def test_painting_with_int4_mouse_call_indirect_and_a_float_canvas(vk: sk.Session) -> None:
+def test_painting_with_int4_mouse_call_indirect_and_a_float_canvas(pg: sk.Session) -> None:
+    vk = pg
     vk.run_cell(PAINTER, name="painter")
     p = PlaygroundProgram(vk, "painter", screen=(128, 96))
     assert p.read("canvas").shape == (96, 128, 1)

@@ -28,10 +28,12 @@ import numpy as np
 from .. import _ipc
 from ..cache import digest
 from ..compiler.reflection import TypeInfo
-from . import BackendConfig, DispatchTiming, _shm
+from . import BackendConfig, _shm
 from ..compiled import CompiledKernel
 from ..errors import (BackendUnavailable, BoundsError, CpuBuildError, KernelCrash, KernelInterrupted, KernelTimeout, OutOfRangeWarning,
                       UnsupportedOnCpu)
+from . import _cpu_textures
+from ._cpu_textures import CpuSampler, CpuTexture
 from ._cpu_worker import Kernel, Runner
 from ._packing import Packer, ParameterError, StructPlan, buffer_array, fast_encoder
 
@@ -69,7 +71,7 @@ class CpuBackend:
     name = "cpu"
     target = "cpp"
 
-    capabilities = frozenset({"shared_arrays", "timing"})
+    capabilities = frozenset({"shared_arrays", "textures"})
 
     def __init__(self, config: BackendConfig | None = None) -> None:
         cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
@@ -126,6 +128,22 @@ class CpuBackend:
         """A shared-memory copy of `a` (use it for buffers you pass to many dispatches)."""
         return _shm.shared(a, dtype)
 
+    # -- textures (see _cpu_textures) -------------------------------------------------------------
+
+    def texture(self, array_or_shape: Any, dtype: Any = None, *, dims: int = 2) -> CpuTexture:
+        """A texture in shared memory from a (W, C) / (H, W, C) / (D, H, W, C) array or a shape (+ dtype,
+        default float32; zero-filled): kernels read and write it in place, `.numpy()` copies it out."""
+        if isinstance(array_or_shape, np.ndarray) or (
+                not isinstance(array_or_shape, (int, tuple, list)) and hasattr(array_or_shape, "__array__")):
+            arr = np.asarray(array_or_shape, dtype=dtype)
+            return CpuTexture(arr.shape, arr.dtype, arr, dims)
+        shape = (array_or_shape,) if isinstance(array_or_shape, int) else tuple(array_or_shape)
+        return CpuTexture(shape, np.dtype(dtype or np.float32), None, dims)
+
+    def sampler(self, spec: Any = None) -> CpuSampler:
+        """A SamplerState: None/"linear", "point"/"nearest", or {"filter": ..., "address": "wrap"|"clamp"}."""
+        return _cpu_textures.sampler(spec)
+
     # -- build ------------------------------------------------------------------------------------
 
     def _flags(self) -> tuple[str, ...]:
@@ -166,7 +184,8 @@ class CpuBackend:
                 raise UnsupportedOnCpu(
                     f"{kernel.entry} uses {what} (`{m.group(0).rstrip('(')}`), which Slang's CPU target cannot run. "
                     "Run it on a GPU backend (Session(backend='vulkan') or 'cuda'), or restructure the kernel.")
-        key = digest("cpu-so", self._version, _cpu_identity(), kernel.code, *self._flags(), self._prelude)
+        key = digest("cpu-so", self._version, _cpu_identity(), kernel.code, *self._flags(), self._prelude,
+                     _cpu_textures.header())
         with self._lock:
             path = self.cache.path("cpu", key, ".so")
             if not self.cache.writable:  # read-only cache: build into the private scratch folder
@@ -187,7 +206,7 @@ class CpuBackend:
         scratch = self.cache.scratch_dir()
         fd, src = tempfile.mkstemp(suffix=".cpp", dir=scratch)
         with os.fdopen(fd, "w") as f:
-            f.write(kernel.code)
+            f.write(_cpu_textures.prepare(kernel.code))   # textures as plain data (see _cpu_textures)
         tmp_so = src[:-4] + ".so"
         try:
             proc = subprocess.run([self.cxx, *self._flags(), src, "-o", tmp_so], capture_output=True, text=True)
@@ -216,6 +235,11 @@ class CpuBackend:
             arr, count = buffer_array(value, name, t)
             packer.keepalive.append(arr)
             return ctx.pointer(arr, name, bool(t.writable)).to_bytes(8, sys.byteorder) + count.to_bytes(8, sys.byteorder)
+        if t.is_texture:
+            return _cpu_textures.bind_texture(name, t, value, lambda a, w: _kept(packer, a, ctx.pointer(a, name, w)),
+                                              lambda data: ctx.place(data, name, packer))
+        if t.kind == "sampler":
+            return _cpu_textures.bind_sampler(value, lambda data: ctx.place(data, name, packer))
         if t.kind == "resource" and t.shape == "texture_buffer":
             raise ParameterError(
                 f"parameter `{name}` is {t.name}, declared in a cell this kernel imports: Slang's CPU target drops "
@@ -223,7 +247,7 @@ class CpuBackend:
                 "Session(backend='vulkan') or 'cuda'.")
         raise ParameterError(
             f"parameter `{name}` is {t.name}: the CPU backend has no {t.shape or t.kind}; "
-            "textures and samplers need Session(backend='vulkan') or 'cuda'.")
+            "run it on Session(backend='vulkan') or 'cuda'.")
 
     def _pack(self, loaded: "_Loaded", values: Mapping[str, Any], ctx: "_Context") -> tuple[Packer, bytearray, bytearray]:
         self._tls.ctx = ctx
@@ -237,28 +261,15 @@ class CpuBackend:
         """The parameter bytes of a dispatch, with this process's pointers (for inspection)."""
         return self._pack(self.load(kernel), values, _Context(None, None))
 
-    def dispatch(self, kernel: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any],
-                 marks: dict[str, float] | None = None) -> None:
+    def dispatch(self, kernel: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any]) -> None:
         loaded = self.load(kernel)
-        if marks is not None:
-            marks["start"] = time.perf_counter()
         if self._proc is None:
-            return self._dispatch_here(kernel, loaded, groups, values, marks)
+            return self._dispatch_here(kernel, loaded, groups, values)
         with self._run_lock:
-            return self._dispatch_worker(kernel, loaded, groups, values, marks)
-
-    def dispatch_timed(self, kernel: CompiledKernel, groups: tuple[int, int, int],
-                       values: Mapping[str, Any]) -> DispatchTiming:
-        """A dispatch split by the wall clock: packing and copying inputs to shared memory, the run
-        inside the worker (or this process), copying outputs back (the first call's build is in none)."""
-        m: dict[str, float] = {}
-        self.dispatch(kernel, groups, values, m)
-        ran = m.get("run_ms", (m["ran"] - m["bound"]) * 1000)
-        return DispatchTiming((m["bound"] - m["start"]) * 1000, ran, (m["read"] - m["ran"]) * 1000, False,
-                              "wall clock in the CPU worker" if self._proc is not None else "wall clock")
+            return self._dispatch_worker(kernel, loaded, groups, values)
 
     def _dispatch_here(self, kernel: CompiledKernel, loaded: "_Loaded", groups: tuple[int, int, int],
-                       values: Mapping[str, Any], marks: dict[str, float] | None = None) -> None:
+                       values: Mapping[str, Any]) -> None:
         try:
             k = self._load(loaded)
         except OSError:  # a damaged .so in the cache (dlopen refused it): rebuild it once
@@ -270,8 +281,6 @@ class CpuBackend:
             k = self._load(loaded)
         ctx = _Context(None, None)
         packer, entry, glob = self._pack(loaded, values, ctx)
-        if marks is not None:
-            marks["bound"] = time.perf_counter()
         e_buf = (ctypes.c_char * max(1, len(entry))).from_buffer(entry if entry else bytearray(1))
         g_buf = (ctypes.c_char * max(1, len(glob))).from_buffer(glob if glob else bytearray(1))
         report = k.report
@@ -279,8 +288,6 @@ class CpuBackend:
         report.count = 0
         with _CaptureStdout(enabled=loaded.printf):
             self._runner.run(k, groups, self.workers, ctypes.addressof(e_buf), ctypes.addressof(g_buf))
-        if marks is not None:
-            marks["ran"] = marks["read"] = time.perf_counter()
         del packer
         if report.count:
             self._bounds_error(kernel, ctx, (report.count, report.index, report.size, report.data))
@@ -299,7 +306,7 @@ class CpuBackend:
                       stacklevel=_caller_level())
 
     def _dispatch_worker(self, kernel: CompiledKernel, loaded: "_Loaded", groups: tuple[int, int, int],
-                         values: Mapping[str, Any], marks: dict[str, float] | None = None) -> None:
+                         values: Mapping[str, Any]) -> None:
         proc = self._proc
         assert proc is not None
         proc.ensure()
@@ -323,8 +330,6 @@ class CpuBackend:
                 proc.restart()
             raise
         assert ctx is not None
-        if marks is not None:
-            marks["bound"] = time.perf_counter()
         msg: _ipc.CpuRun = {"op": "run", "so": loaded.path, "entry": loaded.entry,
                             "groups": (groups[0], groups[1], groups[2]), "threads": self.workers,
                             "params": bytes(entry), "globals": bytes(glob), "flush": loaded.printf}
@@ -346,13 +351,7 @@ class CpuBackend:
                 proc.forward_output()
         if "error" in reply:
             raise RuntimeError(f"the CPU worker could not run {kernel.entry}: {reply['error']}")
-        if marks is not None:
-            marks["ran"] = time.perf_counter()
-            if isinstance(reply.get("ms"), float):
-                marks["run_ms"] = float(reply["ms"])
         ctx.copy_back()
-        if marks is not None:
-            marks["read"] = time.perf_counter()
         del packer
         if self._staging is not None and self._staging.size > STAGING_KEEP:
             self._drop_staging()
@@ -614,6 +613,11 @@ class _Loaded:
     printf: bool
     params: StructPlan
     globals: StructPlan
+
+
+def _kept(packer: Packer, a: np.ndarray, addr: int) -> int:
+    packer.keepalive.append(a)   # a converted copy lives until the dispatch ends
+    return addr
 
 
 def _array_pointer(a: np.ndarray) -> int:
