@@ -68,13 +68,13 @@ function render({ model, el: host }) {
   let drag = null;
   const applyTf = () => scene.setAttribute("transform", `translate(${tf.x},${tf.y}) scale(${tf.k})`);
   svg.addEventListener("pointerdown", (e) => { drag = { x: e.clientX, y: e.clientY, tx: tf.x, ty: tf.y }; });
-  svg.addEventListener("pointermove", (e) => { if (drag) { tf.x = drag.tx + e.clientX - drag.x; tf.y = drag.ty + e.clientY - drag.y; applyTf(); } });
+  svg.addEventListener("pointermove", (e) => { if (drag) { tf.x = drag.tx + e.clientX - drag.x; tf.y = drag.ty + e.clientY - drag.y; moved = true; applyTf(); } });
   svg.addEventListener("pointerup", () => { drag = null; });
   svg.addEventListener("wheel", (e) => {
     e.preventDefault();
     const r = svg.getBoundingClientRect(), mx = e.clientX - r.left, my = e.clientY - r.top;
     const k = Math.min(4, Math.max(0.05, tf.k * Math.exp(-e.deltaY * 0.0015)));
-    tf.x = mx - ((mx - tf.x) * k) / tf.k; tf.y = my - ((my - tf.y) * k) / tf.k; tf.k = k; applyTf();
+    tf.x = mx - ((mx - tf.x) * k) / tf.k; tf.y = my - ((my - tf.y) * k) / tf.k; tf.k = k; moved = true; applyTf();
   }, { passive: false });
 
   function drawReport() {
@@ -125,6 +125,20 @@ function render({ model, el: host }) {
     if (e) e.classList.add("sk-gf-sel");
   }
 
+  // fit, but keep node text legible (>= 0.7 x 11 px); a larger graph is reached by panning
+  let extent = null, moved = false;
+  function fitGraph() {
+    if (!extent) return;
+    const W = svg.clientWidth || 700, H = model.get("height");
+    tf.k = Math.max(0.7, Math.min(1, (W - 20) / (extent.width || 1), (H - 20) / (extent.height || 1)));
+    tf.x = extent.width * tf.k <= W - 20 ? (W - extent.width * tf.k) / 2 : 10; tf.y = 10; applyTf();
+    root.dataset.zoom = tf.k.toFixed(3);
+    moved = false;
+  }
+  // drawn before it is laid out (width unknown): fit again at its real size unless the user moved it
+  const ro = new ResizeObserver(() => { if (!moved && svg.clientWidth) fitGraph(); });
+  ro.observe(svg);
+
   function drawGraph() {
     const gd = model.get("graph") || {}, rep = model.get("report") || {};
     scene.innerHTML = "";
@@ -172,9 +186,8 @@ function render({ model, el: host }) {
     info.innerHTML = "";
     el("div", "sk-gf-hint", info, "Click a node to see its value and its derivative at these inputs.");
     if (out) showNode(gd, out.n, out, true);
-    const gi = g.graph(), W = svg.clientWidth || 700, H = model.get("height");
-    tf.k = Math.min(1, (W - 20) / (gi.width || 1), (H - 20) / (gi.height || 1));
-    tf.x = (W - gi.width * tf.k) / 2; tf.y = 10; applyTf();
+    extent = g.graph();
+    fitGraph();
   }
 
   function drawTrain() {
@@ -239,7 +252,7 @@ function render({ model, el: host }) {
   model.on("change:height", drawGraph);
   model.on("change:_train", drawTrain);
   model.on("change:_heat", drawTrain);
-  return () => root.remove();
+  return () => { ro.disconnect(); root.remove(); };
 }
 
 export default { render };

@@ -165,7 +165,7 @@ function render({ model, el: host }) {
     ctx.drawImage(off, 0, 0);
     if (picked) {  // the pixel whose thread the panel shows
       ctx.strokeStyle = "#ff3d00"; ctx.lineWidth = 2 / view.s;
-      ctx.strokeRect(picked.x - 0.5, picked.y - 0.5, 2, 2);
+      ctx.strokeRect(picked.x, picked.y, 1, 1);
     }
     const lbl = ` ${meta.width}\u00d7${meta.height}\u00d7${meta.channels} ${meta.dtype}${meta.preview ? " (jpeg)" : ""}  zoom ${(view.s * 100).toFixed(0)}%`;
     if (zoomLbl.textContent !== lbl) zoomLbl.textContent = lbl;  // no layout work per frame

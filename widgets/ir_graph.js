@@ -7,7 +7,17 @@
 import dagre from "./vendor/dagre.esm.js";
 import { el, sv } from "./_dom.js";
 
-const CH = 6.6, ROW = 14, HEAD = 20, MAXCH = 72;
+const ROW = 14, HEAD = 20, MAXCH = 72;
+// width of one character of the 11px code font the boxes' text is drawn in, measured (fonts differ:
+// a fixed guess let long rows run past their box)
+let CH = 6.6;
+function measureCh() {
+  const fam = getComputedStyle(document.body).getPropertyValue("--jp-code-font-family").trim() || "monospace";
+  const ctx = document.createElement("canvas").getContext("2d");
+  ctx.font = `11px ${fam}`;
+  const w = ctx.measureText("0123456789abcdef%=(), ".repeat(4)).width / 88;
+  return Number.isFinite(w) && w > 4 ? Math.max(6.2, w * 1.03) : 6.6;
+}
 // instructions; above this the data-flow level falls back to blocks (dagre lays out ~1500 nodes in
 // ~0.9 s on one core of the 2-core dev machine, growing about linearly: bench/RESULTS.md)
 const DATAFLOW_MAX = 1000;
@@ -99,18 +109,19 @@ function render({ model, el: host }) {
     const lo = model.get("mode") === "module" ? 0.6 : 1;
     const k = Math.min(1.2, Math.max(lo, Math.min((W - 20) / extent.w, (H - 20) / extent.h)));
     tf = { x: extent.w * k <= W - 20 ? (W - extent.w * k) / 2 : 10, y: 10, k };
+    moved = false;
     applyTf();
   }
 
   // -- pan / zoom -------------------------------------------------------------------------------
-  let drag = null, dragged = false;
+  let drag = null, dragged = false, moved = false;  // moved: the user panned/zoomed since the last fit
   svg.addEventListener("pointerdown", (e) => {
     drag = { x: e.clientX, y: e.clientY, tx: tf.x, ty: tf.y }; dragged = false;
   });
   svg.addEventListener("pointermove", (e) => {
     if (!drag) return;
     const dx = e.clientX - drag.x, dy = e.clientY - drag.y;
-    if (!dragged && Math.abs(dx) + Math.abs(dy) > 4) { dragged = true; svg.setPointerCapture(e.pointerId); }
+    if (!dragged && Math.abs(dx) + Math.abs(dy) > 4) { dragged = true; moved = true; svg.setPointerCapture(e.pointerId); }
     if (dragged) { tf.x = drag.tx + dx; tf.y = drag.ty + dy; applyTf(); }
   });
   const endDrag = () => { drag = null; };
@@ -122,7 +133,7 @@ function render({ model, el: host }) {
     // one wheel notch (deltaY ~100 px, or 3 lines) zooms by at most x1.1; trackpads scroll smoothly
     const dy = e.deltaMode === 1 ? e.deltaY * 33 : e.deltaMode === 2 ? e.deltaY * 400 : e.deltaY;
     const k = Math.min(4, Math.max(0.2, tf.k * Math.pow(1.1, -Math.max(-1, Math.min(1, dy / 100)))));
-    tf.x = mx - ((mx - tf.x) * k) / tf.k; tf.y = my - ((my - tf.y) * k) / tf.k; tf.k = k;
+    tf.x = mx - ((mx - tf.x) * k) / tf.k; tf.y = my - ((my - tf.y) * k) / tf.k; tf.k = k; moved = true;
     applyTf();
   }, { passive: false });
 
@@ -363,6 +374,7 @@ function render({ model, el: host }) {
   }
 
   function draw() {
+    CH = measureCh();
     const t0 = performance.now();
     scene.innerHTML = "";
     matchables = []; instEls = new Map();
@@ -428,12 +440,16 @@ function render({ model, el: host }) {
   collapseAll.onclick = () => setAll(true);
   expandAll.onclick = () => setAll(false);
   fitBtn.onclick = fit;
+  // the view is often drawn before it is laid out (its width unknown): fit again once it has its
+  // real size, and when the notebook resizes, unless the user has zoomed or panned meanwhile
+  const ro = new ResizeObserver(() => { if (!moved && svg.clientWidth) fit(); });
+  ro.observe(svg);
 
   // -- search -----------------------------------------------------------------------------------
   function centerOn(m) {
     const W = svg.clientWidth || 800, H = svg.clientHeight || 500;
     tf.k = Math.max(tf.k, 1);
-    tf.x = W / 2 - m.x * tf.k; tf.y = H / 2 - m.y * tf.k; applyTf();
+    tf.x = W / 2 - m.x * tf.k; tf.y = H / 2 - m.y * tf.k; moved = true; applyTf();
   }
   // The search runs over the graph data of every view and function (IRGraph.search in Python: the
   // same rule), not only over what is drawn; a hit in another function switches to it.
@@ -543,7 +559,7 @@ function render({ model, el: host }) {
     if (s.inst && s.inst !== root.dataset.selected) select(s.view, s.function, s.inst, false);
     else applySelection(true);
   });
-  return () => { root.remove(); };
+  return () => { ro.disconnect(); root.remove(); };
 }
 
 export default { render };
