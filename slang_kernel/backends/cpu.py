@@ -28,7 +28,7 @@ import numpy as np
 from .. import _ipc
 from ..cache import digest
 from ..compiler.reflection import TypeInfo
-from . import BackendConfig, _shm
+from . import BackendConfig, DispatchTiming, _shm
 from ..compiled import CompiledKernel
 from ..errors import (BackendUnavailable, BoundsError, CpuBuildError, KernelCrash, KernelInterrupted, KernelTimeout, OutOfRangeWarning,
                       UnsupportedOnCpu)
@@ -71,7 +71,7 @@ class CpuBackend:
     name = "cpu"
     target = "cpp"
 
-    capabilities = frozenset({"shared_arrays", "textures"})
+    capabilities = frozenset({"shared_arrays", "textures", "timing"})
 
     def __init__(self, config: BackendConfig | None = None) -> None:
         cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
@@ -261,15 +261,28 @@ class CpuBackend:
         """The parameter bytes of a dispatch, with this process's pointers (for inspection)."""
         return self._pack(self.load(kernel), values, _Context(None, None))
 
-    def dispatch(self, kernel: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any]) -> None:
+    def dispatch(self, kernel: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any],
+                 marks: dict[str, float] | None = None) -> None:
         loaded = self.load(kernel)
+        if marks is not None:
+            marks["start"] = time.perf_counter()
         if self._proc is None:
-            return self._dispatch_here(kernel, loaded, groups, values)
+            return self._dispatch_here(kernel, loaded, groups, values, marks)
         with self._run_lock:
-            return self._dispatch_worker(kernel, loaded, groups, values)
+            return self._dispatch_worker(kernel, loaded, groups, values, marks)
+
+    def dispatch_timed(self, kernel: CompiledKernel, groups: tuple[int, int, int],
+                       values: Mapping[str, Any]) -> DispatchTiming:
+        """A dispatch split by the wall clock: packing and copying inputs to shared memory, the run
+        inside the worker (or this process), copying outputs back (the first call's build is in none)."""
+        m: dict[str, float] = {}
+        self.dispatch(kernel, groups, values, m)
+        ran = m.get("run_ms", (m["ran"] - m["bound"]) * 1000)
+        return DispatchTiming((m["bound"] - m["start"]) * 1000, ran, (m["read"] - m["ran"]) * 1000, False,
+                              "wall clock in the CPU worker" if self._proc is not None else "wall clock")
 
     def _dispatch_here(self, kernel: CompiledKernel, loaded: "_Loaded", groups: tuple[int, int, int],
-                       values: Mapping[str, Any]) -> None:
+                       values: Mapping[str, Any], marks: dict[str, float] | None = None) -> None:
         try:
             k = self._load(loaded)
         except OSError:  # a damaged .so in the cache (dlopen refused it): rebuild it once
@@ -281,6 +294,8 @@ class CpuBackend:
             k = self._load(loaded)
         ctx = _Context(None, None)
         packer, entry, glob = self._pack(loaded, values, ctx)
+        if marks is not None:
+            marks["bound"] = time.perf_counter()
         e_buf = (ctypes.c_char * max(1, len(entry))).from_buffer(entry if entry else bytearray(1))
         g_buf = (ctypes.c_char * max(1, len(glob))).from_buffer(glob if glob else bytearray(1))
         report = k.report
@@ -288,6 +303,8 @@ class CpuBackend:
         report.count = 0
         with _CaptureStdout(enabled=loaded.printf):
             self._runner.run(k, groups, self.workers, ctypes.addressof(e_buf), ctypes.addressof(g_buf))
+        if marks is not None:
+            marks["ran"] = marks["read"] = time.perf_counter()
         del packer
         if report.count:
             self._bounds_error(kernel, ctx, (report.count, report.index, report.size, report.data))
@@ -306,7 +323,7 @@ class CpuBackend:
                       stacklevel=_caller_level())
 
     def _dispatch_worker(self, kernel: CompiledKernel, loaded: "_Loaded", groups: tuple[int, int, int],
-                         values: Mapping[str, Any]) -> None:
+                         values: Mapping[str, Any], marks: dict[str, float] | None = None) -> None:
         proc = self._proc
         assert proc is not None
         proc.ensure()
@@ -330,6 +347,8 @@ class CpuBackend:
                 proc.restart()
             raise
         assert ctx is not None
+        if marks is not None:
+            marks["bound"] = time.perf_counter()
         msg: _ipc.CpuRun = {"op": "run", "so": loaded.path, "entry": loaded.entry,
                             "groups": (groups[0], groups[1], groups[2]), "threads": self.workers,
                             "params": bytes(entry), "globals": bytes(glob), "flush": loaded.printf}
@@ -351,7 +370,13 @@ class CpuBackend:
                 proc.forward_output()
         if "error" in reply:
             raise RuntimeError(f"the CPU worker could not run {kernel.entry}: {reply['error']}")
+        if marks is not None:
+            marks["ran"] = time.perf_counter()
+            if isinstance(reply.get("ms"), float):
+                marks["run_ms"] = float(reply["ms"])
         ctx.copy_back()
+        if marks is not None:
+            marks["read"] = time.perf_counter()
         del packer
         if self._staging is not None and self._staging.size > STAGING_KEEP:
             self._drop_staging()
