@@ -26,12 +26,13 @@ from __future__ import annotations
 import re
 import sys
 import threading
+import time
 from typing import Any, Mapping
 
 import numpy as np
 
 from ..compiler.reflection import ParamInfo, TypeInfo
-from . import BackendConfig
+from . import BackendConfig, DispatchTiming
 from ..compiled import CompiledKernel, ModuleSource
 from ..errors import BackendUnavailable, VulkanCompileError
 from ._packing import (ParameterError, _describe, buffer_array, copy_fields, element_dtype, numpy_dtype, struct_array,
@@ -227,7 +228,7 @@ class VulkanBackend:
     name = "vulkan"
     target = "spirv"
 
-    capabilities = frozenset({"device_buffers", "textures"})
+    capabilities = frozenset({"device_buffers", "textures", "timing"})
 
     def __init__(self, config: BackendConfig | None = None) -> None:
         try:
@@ -237,6 +238,7 @@ class VulkanBackend:
         self.spy = spy
         self.config = config or BackendConfig()
         self._lock = threading.RLock()
+        self._timestamp_pool: tuple[Any, Any] | None = None   # (device, its timestamp QueryPool or None)
         self._open()
 
     def _open(self) -> None:
@@ -390,10 +392,46 @@ class VulkanBackend:
             sys.stdout.write(text)
             sys.stdout.flush()
 
+    def dispatch_timed(self, kernel: CompiledKernel, groups: tuple[int, int, int],
+                       values: Mapping[str, Any]) -> DispatchTiming:
+        text, timing = self.run_timed(kernel, groups, values)
+        if text:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        return timing
+
+    def run_timed(self, kernel: CompiledKernel, groups: tuple[int, int, int],
+                  values: Mapping[str, Any]) -> tuple[str, DispatchTiming]:
+        """One dispatch, waited for, with timestamp queries written around the uploads and the compute
+        pass (where the device has them): bind/upload is the host's binding plus the device's uploads,
+        run the compute pass on the device, readback the copies into the arrays."""
+        m: dict[str, Any] = {}
+        text = self.run(kernel, groups, values, wait=True, marks=m)
+        pool = m.get("pool")
+        if pool is not None:
+            t = pool.get_timestamp_results(0, 3)
+            upload, run, dev = (t[1] - t[0]) * 1000, (t[2] - t[1]) * 1000, True
+        else:
+            upload, run, dev = 0.0, (m["ran"] - m["bound"]) * 1000, False
+        return text, DispatchTiming((m["bound"] - m["start"]) * 1000 + upload, run, (m["read"] - m["ran"]) * 1000,
+                                    dev, "Vulkan timestamp queries" if dev else "wall clock (no timestamp queries)")
+
+    def _timestamps(self) -> Any:
+        """A 3-entry timestamp query pool of the current device (None without timestamp queries)."""
+        got = self._timestamp_pool
+        if got is not None and got[0] is self.device:
+            return got[1]
+        spy, pool = self.spy, None
+        if self.device.has_feature(spy.Feature.timestamp_query):
+            pool = self.device.create_query_pool(type=spy.QueryType.timestamp, count=3)
+        self._timestamp_pool = (self.device, pool)
+        return pool
+
     def run(self, kernel: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any],
-            wait: bool = False) -> str:
+            wait: bool = False, marks: dict[str, Any] | None = None) -> str:
         """One dispatch; returns what the kernel printed. `wait`: return only once the device has
-        finished it (the worker process does, so that a crash or hang is the dispatch's own)."""
+        finished it (the worker process does, so that a crash or hang is the dispatch's own).
+        marks: filled with the wall-clock marks (and the timestamp pool) of run_timed."""
         # The hot path. Parameters are written into a root shader object kept per kernel revision,
         # through cursors looked up once; a parameter whose value is the same as at the previous
         # dispatch (the same device buffer / texture / sampler, an equal scalar) is not written again.
@@ -403,6 +441,10 @@ class VulkanBackend:
         pk = self._prepared.get(kernel.key)
         if pk is None:
             pk = self._prepare(kernel)
+        pool = None
+        if marks is not None:
+            marks["start"] = time.perf_counter()
+            pool = self._timestamps()
         binder: _Binder | None = None
         objs: list[Any] = []
         try:
@@ -447,6 +489,12 @@ class VulkanBackend:
                         raise ParameterError(f"{kernel.entry}(): could not bind parameter `{param[0]}` on Vulkan: {exc}") from None
                     last[i] = o
                 encoder = self.device.create_command_encoder()
+                if marks is not None:
+                    marks["bound"] = time.perf_counter()
+                    if pool is not None:
+                        pool.reset()
+                        marks["pool"] = pool
+                        encoder.write_timestamp(pool, 0)
                 if binder is not None:
                     for buf, raw in binder.uploads:
                         encoder.upload_buffer_data(buf, 0, raw)
@@ -457,17 +505,25 @@ class VulkanBackend:
                             encoder.clear_texture_float(obj)
                         else:
                             encoder.clear_texture_uint(obj)
+                if pool is not None:
+                    encoder.write_timestamp(pool, 1)
                 with encoder.begin_compute_pass() as cpass:
                     cpass.bind_pipeline(pk.sk.pipeline, pk.root)
                     cpass.dispatch_compute(groups)
+                if pool is not None:
+                    encoder.write_timestamp(pool, 2)
                 submit = self.device.submit_command_buffer(encoder.finish())
             timeout = self.config.timeout
             if wait and timeout is None:
                 self.device.wait_for_submit(submit)
             elif wait or timeout is not None or (binder is not None and binder.writeback):
                 self._wait(submit, kernel.entry, timeout)
+            if marks is not None:
+                marks["ran"] = time.perf_counter()
             if binder is not None:
                 binder.read_back()
+            if marks is not None:
+                marks["read"] = time.perf_counter()
             return str(self.device.flush_print_to_string()) if pk.printf else ""
         finally:
             if binder is not None:

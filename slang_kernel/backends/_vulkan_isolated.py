@@ -34,7 +34,7 @@ from .. import _ipc
 from ..compiled import CompiledKernel
 from ..errors import (BackendUnavailable, DeviceLost, KernelCrash, KernelInterrupted, KernelTimeout, ParameterError,
                       VulkanCompileError)
-from . import BackendConfig, _shm
+from . import BackendConfig, DispatchTiming, _shm
 from ._packing import _describe
 from ._vulkan_wire import ArrayArg, ArraySlot, DeviceRef, Reply
 
@@ -77,7 +77,7 @@ class IsolatedVulkanBackend:
 
     name = "vulkan"
     target = "spirv"
-    capabilities = frozenset({"device_buffers", "textures", "shared_arrays"})
+    capabilities = frozenset({"device_buffers", "textures", "shared_arrays", "timing"})
 
     def __init__(self, config: BackendConfig | None = None) -> None:
         self.config = config = config or BackendConfig()
@@ -318,7 +318,18 @@ class IsolatedVulkanBackend:
 
     # -- dispatch -----------------------------------------------------------------------------------
 
-    def dispatch(self, kernel: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any]) -> None:
+    def dispatch_timed(self, kernel: CompiledKernel, groups: tuple[int, int, int],
+                       values: Mapping[str, Any]) -> DispatchTiming:
+        """The worker's split (timestamp queries on its device) plus this side's staging of inputs
+        (bind/upload) and copying of outputs out of staging (readback)."""
+        m: dict[str, Any] = {}
+        self.dispatch(kernel, groups, values, m)
+        bind, run, read, dev, how = m["timing"]
+        return DispatchTiming(float(bind) + (m["bound"] - m["start"]) * 1000, float(run),
+                              float(read) + (m["read"] - m["ran"]) * 1000, bool(dev), f"{how}, in the Vulkan worker")
+
+    def dispatch(self, kernel: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any],
+                 marks: dict[str, Any] | None = None) -> None:
         arrays: list[np.ndarray] = []
         index: dict[int, int] = {}
         nested: list[int] = []   # arrays inside dicts/lists (a ParameterBlock's buffers): written back too
@@ -348,10 +359,18 @@ class IsolatedVulkanBackend:
             if kernel.key not in self._proc.loaded:
                 self._call({"op": "load", "kernel": kernel}, f"{kernel.entry} (building it for Vulkan)", kernel.entry)
                 self._proc.loaded.add(kernel.key)
+            if marks is not None:
+                marks["start"] = time.perf_counter()
             slots = self._stage(arrays)
-            msg = {"op": "run", "key": kernel.key, "groups": groups, "values": sent, "arrays": slots}
+            msg: dict[str, Any] = {"op": "run", "key": kernel.key, "groups": groups, "values": sent, "arrays": slots}
+            if marks is not None:
+                msg["timed"] = True
+                marks["bound"] = time.perf_counter()
             reply = self._call(msg, kernel.entry, kernel.entry, self.timeout)
             self.last_worker_us = float(reply.get("us", 0.0))
+            if marks is not None:
+                marks["ran"] = time.perf_counter()
+                marks["timing"] = reply["timing"]
             if writable or nested:
                 back = {index[id(values[n])] for n in writable if id(values.get(n)) in index}
                 back.update(i for i in nested if arrays[i].flags.writeable)
@@ -359,6 +378,8 @@ class IsolatedVulkanBackend:
                     slot = slots[i]
                     if self._staging is not None and slot.segment == self._staging.id and arrays[i].nbytes:
                         np.copyto(arrays[i], self._slot_array(slot))
+            if marks is not None:
+                marks["read"] = time.perf_counter()
             if self._staging is not None and self._staging.size > STAGING_KEEP:
                 self._drop_staging()
         text = reply.get("text")

@@ -12,6 +12,7 @@ in the worker), wherever it is nested.
   load {kernel: CompiledKernel}           -> {"ok"} | error  build the sgl kernel of this revision
   forget {keys}                           -> (no reply)      drop kernels of replaced revisions
   run {key, groups, values, arrays}       -> {"ok", "text": printf output, "us"} | error
+      + "timed": True                     -> + "timing": [bind_upload_ms, run_ms, readback_ms, device_timestamps, how]
   new {id, kind, source, dtype, dims}     -> {"shape", "dtype", "format"} | error
   read {id, slot}                         -> {"ok"} | error  (.numpy() into the slot)
   write {id, slot}                        -> {"ok"} | error  (.upload() from the slot)
@@ -62,6 +63,7 @@ class Reply(TypedDict, total=False):
     ok: bool
     text: str
     us: float            # run: microseconds the worker spent on the dispatch (the rest is the boundary)
+    timing: list[Any]    # run with "timed": bind_upload_ms, run_ms, readback_ms, device_timestamps, how
     adapter: str
     describe: str
     pid: int

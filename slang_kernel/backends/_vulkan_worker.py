@@ -109,6 +109,10 @@ class Worker:
         views = [self._view(s) for s in msg["arrays"]]
         values = {k: self._resolve(v, views) for k, v in msg["values"].items()}
         t0 = time.perf_counter()
+        if msg.get("timed"):  # ComputeKernel.profile: the device's split travels back
+            text, t = self._backend().run_timed(kernel, tuple(msg["groups"]), values)
+            return {"ok": True, "text": text, "us": (time.perf_counter() - t0) * 1e6,
+                    "timing": [t.bind_upload_ms, t.run_ms, t.readback_ms, t.device_timestamps, t.how]}
         text = self._backend().run(kernel, tuple(msg["groups"]), values, wait=True)
         return {"ok": True, "text": text, "us": (time.perf_counter() - t0) * 1e6}
 

@@ -15,13 +15,14 @@ from __future__ import annotations
 import ctypes
 import struct
 import threading
+import time
 from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 
 from ..compiler.reflection import TypeInfo
-from . import BackendConfig
+from . import BackendConfig, DispatchTiming
 from ..compiled import CompiledKernel
 from ..errors import BackendUnavailable
 from ._cuda_fp16 import half_options, uses_half
@@ -58,7 +59,7 @@ def _on_device(value: Any) -> Any | None:
 
 
 class CudaBackend:
-    capabilities: frozenset[str] = frozenset({"textures"})   # CuPy arrays are device-resident buffers already
+    capabilities: frozenset[str] = frozenset({"textures", "timing"})   # CuPy arrays are device-resident buffers already
     name = "cuda"
     target = "cuda"
 
@@ -200,14 +201,28 @@ class CudaBackend:
             plan = self._plans[key] = _Plan(kernel, self.cupy, mod, fn, self.checked)
         return plan
 
-    def dispatch(self, kernel: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any]) -> None:
+    def dispatch(self, kernel: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any],
+                 marks: dict[str, Any] | None = None) -> None:
         try:
-            self._dispatch(kernel, groups, values)
+            self._dispatch(kernel, groups, values, marks)
         except (self.cupy.cuda.driver.CUDADriverError, self.cupy.cuda.runtime.CUDARuntimeError) as exc:
             raise _device_lost(kernel.entry, exc) from exc
 
-    def _dispatch(self, kernel: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any]) -> None:
+    def dispatch_timed(self, kernel: CompiledKernel, groups: tuple[int, int, int],
+                       values: Mapping[str, Any]) -> DispatchTiming:
+        """A dispatch with the run timed by CUDA events around the launch; binding/uploads and
+        readbacks by the wall clock (the timed path waits for the kernel before reading back)."""
+        m: dict[str, Any] = {"events": (self.cupy.cuda.Event(), self.cupy.cuda.Event())}
+        self.dispatch(kernel, groups, values, m)
+        start, end = m["events"]
+        run = float(self.cupy.cuda.get_elapsed_time(start, end))
+        return DispatchTiming((m["bound"] - m["start"]) * 1000, run, (m["read"] - m["ran"]) * 1000, True, "CUDA events")
+
+    def _dispatch(self, kernel: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any],
+                  marks: dict[str, Any] | None = None) -> None:
         plan = self._plans.get((kernel.key, self.checked)) or self._plan(kernel)
+        if marks is not None:
+            marks["start"] = time.perf_counter()
         if plan.report is not None:
             self._last_pointers.clear()
         packer: Packer | None = None  # the general path, only for arguments the fast writers decline
@@ -229,18 +244,28 @@ class CudaBackend:
                 self._upload_globals(plan, kernel, values, packer or Packer(self._bind(writebacks, binder)))
             if plan.report is not None:
                 plan.report.memset_async(0, 32, stream)
+            if marks is not None:
+                marks["bound"] = time.perf_counter()
+                marks["events"][0].record(stream)
             self._launch(plan.fn_ptr, *groups, *plan.block, 0, stream.ptr, plan.params_ptr, 0)
+            if marks is not None:
+                marks["events"][1].record(stream)
         timeout = self.config.timeout
         if timeout is not None:  # (a plain synchronize reports a faulting kernel at once; polling is the opt-in)
             self._wait(stream, kernel.entry, timeout)
         if plan.report is not None:
             self._check_bounds(plan.report, kernel, values, stream, packer)
+        if marks is not None:
+            marks["events"][1].synchronize()
+            marks["ran"] = time.perf_counter()
         for host, dev in writebacks:
             dev.get(out=host, stream=stream)
         if binder is not None:
             binder.write_back()
         if writebacks or plan.printf:
             stream.synchronize()
+        if marks is not None:
+            marks["read"] = time.perf_counter()
 
     def _wait(self, stream: Any, entry: str, timeout: float | None) -> None:
         """With Session(timeout=): poll an event recorded after the launch (see _wait.wait_polled)."""
