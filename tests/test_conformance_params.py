@@ -160,3 +160,23 @@ def test_struct_buffer_bad_values_say_what_is_expected(session: sk.Session) -> N
         session.dtype("Sprak")
     k(threads=n, ps=ps, outp=np.zeros(n, dt), o=o)   # still usable
     assert o[1, 3] == ps["id"][1] + ps["uv"][1, 0] * ps["uv"][1, 1]
+
+
+def test_parameter_block_with_a_texture_and_a_sampler(session: sk.Session) -> None:
+    if "textures" not in session.backend.capabilities:
+        pytest.skip(f"the {session.backend.name} backend has no textures (capability 'textures')")
+    session.run_cell("""
+struct PbpMaterial { Texture2D<float4> albedo; SamplerState smp; float gain; };
+struct PbpScene { PbpMaterial mat; RWStructuredBuffer<float4> out; };
+ParameterBlock<PbpScene> scene;
+[shader("compute")][numthreads(4, 1, 1)]
+void pb_texture(uint3 t: SV_DispatchThreadID)
+{
+    scene.out[t.x] = scene.mat.albedo.SampleLevel(scene.mat.smp, float2((t.x + 0.5) / 4.0, 0.5), 0)
+                     * scene.mat.gain;
+}""", name="p_pb_tex")
+    albedo = rng.uniform(0, 1, (2, 4, 4)).astype(np.float32)
+    out = np.zeros((4, 4), np.float32)
+    session.kernel("pb_texture")(threads=4, scene={"mat": {"albedo": albedo, "smp": "point", "gain": 2.0},
+                                                   "out": out})
+    np.testing.assert_allclose(out, albedo[1] * 2, rtol=1e-6)   # point sampling at texel centres, row y = 1
