@@ -8,7 +8,8 @@ A cell is named by its prompt (`In[5]`), as IPython names it; re-running the sam
 replaces its earlier revision (cells are matched by Jupyter's cell id) and later cells that use it
 are recompiled. After a cell compiles its kernels (ComputeKernel) and functions (SlangFunction) are
 bound in the user namespace (not with --no-export). -D NAME=VALUE defines a preprocessor name for
-this cell. --time also builds the cell's kernels for the backend now and prints how long that took.
+this cell. --time splits the compile time: the cell's check (in the compiler, or from the compile cache),
+then each of its kernels built for the backend's target now (kernels run from Python: `k.profile()`).
 Naming, binding and error display are slang_kernel.frontend's, shared with the Slang kernel.
 """
 
@@ -104,7 +105,9 @@ class SlangMagics(Magics):
             result = fe.run(cell, name=args.name, defines=defines, export=not args.no_export)
             label = fe.label(result.name)
             fe.present(result)
-            if args.time:  # also build this cell's kernels for the backend now, and say how long that took
+            if args.time:  # the compile split: the cell's check, then its kernels built for the backend now
+                how = "from the compile cache" if result.cached else f"{result.compile_ms:.1f} ms in the compiler"
+                print(f"{label}: checked in {result.elapsed_ms:.1f} ms ({how})")
                 for k in result.kernels:
                     t0 = time.perf_counter()
                     session.compile_entry(k)

@@ -90,6 +90,7 @@ void timed(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o) { 
     assert r.success
     out = capsys.readouterr().out
     assert "timed: cpp code in" in out and " ms" in out
+    assert ": checked in " in out and ("in the compiler" in out or "from the compile cache" in out)
     assert "timed" in out.split("timed: cpp code in", 1)[1]  # the IR, after the timing line
 
 
