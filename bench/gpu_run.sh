@@ -23,8 +23,8 @@ if [ "$what" = textures ]; then
     2>&1 | tee "$OUT/fp16.txt"
   python3 -m pytest -p no:cacheprovider -ra -q tests/test_conformance_textures.py tests/test_cuda.py --backends cuda,vulkan \
     2>&1 | tee "$OUT/textures_gpu.log"
-  python3 -m pytest -p no:cacheprovider -ra -q tests/test_conformance.py tests/test_bad_input.py --backends cuda \
-    2>&1 | tail -15 | tee "$OUT/conformance_cuda.log"
+  python3 -m pytest -p no:cacheprovider -ra -q tests/test_conformance.py tests/test_bad_input.py tests/test_conformance_params.py --backends cuda \
+    2>&1 | tee "$OUT/conformance_cuda.log" | tail -25
   python3 bench/bench_cuda_textures.py 2>&1 | tee "$OUT/bench_cuda_textures.log"
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then

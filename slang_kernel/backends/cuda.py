@@ -30,7 +30,7 @@ from ._cuda_textures import (CudaSampler, CudaTexture, TextureBinder, dispatch_s
                              unsupported_texture_use)
 from ._packing import Packer, ParameterError, buffer_array, element_dtype, fast_writer
 from ._wait import wait_polled
-from .cpu import _body
+from .cpu import TYPED_AS_STRUCTURED, _body
 
 
 __all__ = ["CudaBackend", "create"]
@@ -91,7 +91,10 @@ class CudaBackend:
         return f"{self._name} (CUDA, CuPy {self.cupy.__version__})"
 
     def compile_options(self, target: str) -> tuple[str, ...]:
-        return ()
+        """Slang's CUDA target compiles typed Buffer<T>/RWBuffer<T> accesses to nothing (2026.12: an empty
+        kernel, shader-slang/slang#12274), as its C++ target does: the typed names mean the structured
+        ones here too ({T* data; size_t count}), which bind like any structured buffer."""
+        return TYPED_AS_STRUCTURED if target == "cuda" else ()
 
     @property
     def checked(self) -> bool:
