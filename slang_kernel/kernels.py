@@ -172,6 +172,11 @@ class ComputeKernel:
         any thread can then be asked for without another build (see slang_kernel.thread_debug)."""
         from .thread_debug import debug_dispatch
 
+        if self.specialization:
+            raise NotImplementedError(
+                f"{self.name}.debug(): the thread debugger builds the kernel as its cell writes it, not a "
+                f"specialization ({self.specialization}); debug a kernel without specialize=/type_conformances= "
+                "(e.g. a cell with a concrete entry point calling the generic code)")
         ck = self.compiled()
         g = groups_for(ck.entry_point, threads, groups)
         check_parameters(ck, params)
