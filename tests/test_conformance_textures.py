@@ -321,3 +321,21 @@ def test_parameter_block_nested_with_buffers(session: sk.Session) -> None:
             pytest.skip(f"the {session.backend.name} backend binds no ParameterBlock yet: {exc}")
         raise
     np.testing.assert_array_equal(out, 3.0 * src + 2.0)
+
+
+def test_cuda_sampler_specs_and_one_sampler_per_dispatch() -> None:
+    """The CUDA backend's sampler rules are plain Python: checked here without a GPU."""
+    from slang_kernel.backends._cuda_textures import CudaSampler, dispatch_sampler, sampler_from
+
+    assert sampler_from(None) == sampler_from("linear") == CudaSampler("linear", ("wrap",) * 3)
+    assert sampler_from("nearest") == CudaSampler("point", ("wrap",) * 3)
+    assert sampler_from("point_clamp") == sampler_from({"filter": "point", "address": "clamp"})
+    assert sampler_from({"min_filter": "point", "address_u": "clamp_to_edge", "address_v": "mirror_repeat"}) == \
+        CudaSampler("point", ("clamp", "mirror", "wrap"))
+    with pytest.raises(ParameterError, match="SamplerState on CUDA.*address: wrap, clamp"):
+        sampler_from({"filter": "cubic"})
+    paths = [("a",), ("blk", "s")]
+    same = dispatch_sampler(paths, {"a": "point", "blk": {"s": "point_wrap"}}, "k")
+    assert same == CudaSampler("point", ("wrap",) * 3)
+    with pytest.raises(ParameterError, match=r"k: CUDA keeps the sampling state.*`a`.*`blk\.s`"):
+        dispatch_sampler(paths, {"a": "point", "blk": {"s": "linear"}}, "k")
