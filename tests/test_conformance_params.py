@@ -180,3 +180,21 @@ void pb_texture(uint3 t: SV_DispatchThreadID)
     session.kernel("pb_texture")(threads=4, scene={"mat": {"albedo": albedo, "smp": "point", "gain": 2.0},
                                                    "out": out})
     np.testing.assert_allclose(out, albedo[1] * 2, rtol=1e-6)   # point sampling at texel centres, row y = 1
+
+
+def test_parameter_block_of_buffers_with_entry_point_uniforms(session: sk.Session) -> None:
+    """The only global is a ParameterBlock holding buffers, and the entry point has a uniform: on
+    Vulkan (sgl 0.43) that layout read a wrong descriptor and crashed the worker."""
+    session.run_cell("""
+struct PbuInner { float a; RWStructuredBuffer<float> out_buf; };
+struct PbuOuter { float3 v; PbuInner inner; StructuredBuffer<float> src; };
+ParameterBlock<PbuOuter> pbu;
+[shader("compute")][numthreads(16, 1, 1)]
+void pb_uniform(uint3 id: SV_DispatchThreadID, uniform uint n)
+{
+    if (id.x < n) pbu.inner.out_buf[id.x] = pbu.inner.a * pbu.src[id.x] + pbu.v.y;
+}""", name="p_pb_uniform")
+    src, out = np.arange(20, dtype=np.float32), np.zeros(24, np.float32)
+    session.kernel("pb_uniform")(threads=24, n=20, pbu={"v": (1, 2, 3), "inner": {"a": 3.0, "out_buf": out},
+                                                        "src": src})
+    np.testing.assert_array_equal(out, np.concatenate([3 * src + 2, np.zeros(4, np.float32)]))

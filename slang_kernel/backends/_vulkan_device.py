@@ -335,8 +335,9 @@ class VulkanBackend:
             if hit is not None:
                 return hit
             modules, printf = [], False
-            for m in kernel.chain:
-                mod, uses = self._module(m)
+            anchor = _needs_set0_anchor(kernel)
+            for i, m in enumerate(kernel.chain):
+                mod, uses = self._module(m, anchor=anchor and i == len(kernel.chain) - 1)
                 modules.append(mod)
                 printf = printf or uses
             try:
@@ -348,19 +349,22 @@ class VulkanBackend:
             self._kernels[kernel.key] = hit
             return hit
 
-    def _module(self, m: ModuleSource) -> tuple[Any, bool]:
+    def _module(self, m: ModuleSource, anchor: bool = False) -> tuple[Any, bool]:
         head, sep, body = _split_head(m.source)
         uses = uses_printf(body)
-        mod = self._modules.get(m.name)
+        name = m.name + ("_set0" if anchor else "")
+        mod = self._modules.get(name)
         if mod is None:
             source = m.source
             if uses:  # sgl's print instead of printf, in sgl's copy only
                 source = head + "import sgl.device.print; " + sep + rewrite_printf(body)
+            if anchor:
+                source += _SET0_ANCHOR
             try:
-                mod = self._slang.load_module_from_source(m.name, source, path=m.path)
+                mod = self._slang.load_module_from_source(name, source, path=m.path)
             except Exception as exc:
                 raise VulkanCompileError(f"slangpy could not load {m.cell} for Vulkan:\n{exc}") from None
-            self._modules[m.name] = mod
+            self._modules[name] = mod
         return mod, uses
 
     # -- dispatch ---------------------------------------------------------------------------------
@@ -589,6 +593,30 @@ class VulkanBackend:
             self.device.close()
         except Exception:
             pass
+
+
+# sgl 0.43 / slang-rhi: when the global scope holds only ParameterBlocks that contain resources, and
+# the entry point has uniforms, the kernel reads a wrong descriptor (SIGSEGV on lavapipe). One more
+# global resource of the kernel's own scope (declared, never used or bound) puts the layout right;
+# sgl's copy of the entry module gets it (our own reflection and every other backend do not).
+_SET0_ANCHOR = "\nRWStructuredBuffer<uint> sk_vulkan_set0_anchor;\n"
+
+
+def _needs_set0_anchor(kernel: CompiledKernel) -> bool:
+    globs = kernel.reflection.globals
+    if not kernel.entry_point.uniforms or any(g.type.kind in ("resource", "sampler") for g in globs):
+        return False
+    return any(g.type.kind == "parameter_block" and g.type.element is not None and _holds_resources(g.type.element)
+               for g in globs)
+
+
+def _holds_resources(t: TypeInfo, depth: int = 0) -> bool:
+    if t.kind in ("resource", "sampler", "parameter_block", "constant_buffer"):
+        return True
+    if depth > 8:
+        return False
+    return any(_holds_resources(f.type, depth + 1) for f in t.fields) or (
+        t.element is not None and t.kind == "array" and _holds_resources(t.element, depth + 1))
 
 
 def _cursor(parent: Any, p: ParamInfo) -> Any:
