@@ -2,6 +2,7 @@
 # Runs on the lent H200 machine (see ../shared/GPU.md): GPU tests and benchmarks in one go, logs in $OUT.
 # Carry .gpu (slangpy cp312 wheel contents + Vulkan loader debs). Usage: bash bench/gpu_run.sh [tests|textures|bench|paired|dask|all]
 # textures: the texture/half/ParameterBlock conformance cases and test_cuda.py (issue 15), with where cuda_fp16.h is.
+# debugging: the thread debugger, cross-backend compare and profile tests on cuda, vulkan and cpu (issue 17).
 # paired: bench_dispatch.py and bench_engine.py from an older tree (.gpu/old_main.tgz, `git archive REV | gzip`)
 # and from this one, one after the other on the same machine.
 set -uo pipefail
@@ -26,6 +27,10 @@ if [ "$what" = textures ]; then
   python3 -m pytest -p no:cacheprovider -ra -q tests/test_conformance.py tests/test_bad_input.py tests/test_conformance_params.py --backends cuda \
     2>&1 | tee "$OUT/conformance_cuda.log" | tail -25
   python3 bench/bench_cuda_textures.py 2>&1 | tee "$OUT/bench_cuda_textures.log"
+fi
+if [ "$what" = debugging ]; then
+  python3 -m pytest -p no:cacheprovider -ra -q -s tests/test_thread_debug.py tests/test_compare.py tests/test_profile.py \
+    --backends cuda,vulkan,cpu 2>&1 | tee "$OUT/debugging_gpu.log"
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
   python3 bench/bench_cuda.py 2>&1 | tee "$OUT/bench_cuda.log"

@@ -46,7 +46,9 @@ def test_compare_flags_a_planted_difference(session: sk.Session) -> None:
     _needs_two(c)
     assert c.reference == c.ran[0] and session.backend.name in c.ran
     d = c.diff("o")
-    assert d.differs and 1 <= d.max_ulp < 64 and 0 < d.max_abs < 1e-5 and len(d.first) == 8
+    assert d.differs and d.max_ulp >= 1 and 0 < d.max_abs <= 2 and len(d.first) == min(8, d.count)
+    if {"cpu", "vulkan"} <= set(c.ran) and "llvmpipe" in session.replica("vulkan").backend.describe():
+        assert c.diff("o", "vulkan").max_ulp < 64  # lavapipe: a rounding difference, not a wrong result
     np.testing.assert_array_equal(c.difference("o")[list(i[0] for i in d.first)] != 0, True)
     assert not c.diff("same").differs and c.diff("same").max_ulp == 0
     again = session.compare("cmp_plant", ("cpu", "vulkan"), threads=1000, o=o, same=np.zeros(1000, np.uint32),

@@ -25,6 +25,7 @@ void prof_scale(uint3 tid: SV_DispatchThreadID, uniform RWStructuredBuffer<float
     o = np.zeros_like(x)
     p = session.kernel("prof_scale").profile(threads=4096, o=o, x=x, n=4096)
     np.testing.assert_array_equal(o, 2 * x)  # the dispatch ran as a call does
+    print(p)  # what was measured (-s shows it; the numbers are never asserted)
     assert isinstance(p, Profile) and p.kernel == "prof_scale" and p.backend == session.backend.name
     assert p.groups == (64, 1, 1) and p.total_ms > 0 and p.run_ms >= 0
     if "timing" in session.backend.capabilities:
