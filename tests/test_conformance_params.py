@@ -198,3 +198,19 @@ void pb_uniform(uint3 id: SV_DispatchThreadID, uniform uint n)
     session.kernel("pb_uniform")(threads=24, n=20, pbu={"v": (1, 2, 3), "inner": {"a": 3.0, "out_buf": out},
                                                         "src": src})
     np.testing.assert_array_equal(out, np.concatenate([3 * src + 2, np.zeros(4, np.float32)]))
+
+
+def test_texture_subscripts_and_loads(session: sk.Session) -> None:
+    if "textures" not in session.backend.capabilities:
+        pytest.skip(f"the {session.backend.name} backend has no textures (capability 'textures')")
+    session.run_cell("""
+[shader("compute")][numthreads(4, 4, 1)]
+void tex_subscripts(uint3 t: SV_DispatchThreadID, Texture2D<float4> a, Texture3D<float> v, RWTexture2D<float4> o)
+{
+    o[t.xy] = a[t.xy] + v[uint3(t.xy, 1)] + a.Load(int3(0, 0, 0)).x;
+}""", name="p_tex_sub")
+    a = np.arange(64, dtype=np.float32).reshape(4, 4, 4)
+    v = np.arange(32, dtype=np.float32).reshape(2, 4, 4, 1)
+    o = np.zeros((4, 4, 4), np.float32)
+    session.kernel("tex_subscripts")(threads=(4, 4), a=a, v=v, o=o)
+    np.testing.assert_array_equal(o, a + v[1] + a[0, 0, 0])

@@ -39,17 +39,37 @@ _LAYOUT = {1: "(W, C)", 2: "(H, W, C)", 3: "(D, H, W, C)"}
 
 @functools.lru_cache(maxsize=1)
 def header() -> str:
-    return HEADER.read_text()
+    """The text put in place of ITexture/IRWTexture; it ends with the subscripts (as a comment) so
+    that build cache keys that include it cover everything `prepare` changes."""
+    return HEADER.read_text() + "".join(f"// subscript {d}D: {text}" for d, text in _SUBSCRIPTS.items())
+
+
+# Read-only textures have no subscript in Slang's C++ prelude (`tex[xy]` would not compile): one that
+# loads mip 0, as on GPUs.
+_SUBSCRIPTS = {
+    1: "    T operator[](uint32_t loc) const { int32_t v[2] = {(int32_t)loc, 0}; T out; "
+       "texture->Load(v, &out, sizeof(out)); return out; }\n",
+    2: "    template<typename I> T operator[](const Vector<I, 2>& loc) const { int32_t v[3] = {(int32_t)loc.x, "
+       "(int32_t)loc.y, 0}; T out; texture->Load(v, &out, sizeof(out)); return out; }\n",
+    3: "    template<typename I> T operator[](const Vector<I, 3>& loc) const { int32_t v[4] = {(int32_t)loc.x, "
+       "(int32_t)loc.y, (int32_t)loc.z, 0}; T out; texture->Load(v, &out, sizeof(out)); return out; }\n",
+}
+_TEXTURE_END = {d: re.compile(rf"(struct Texture{d}D\s*\{{.*?\n)(    ITexture\* texture;\n\}};)", re.S) for d in (1, 2, 3)}
 
 
 def prepare(code: str) -> str:
-    """Slang's generated C++ with the plain-data ITexture/IRWTexture of cpu_textures.h (unchanged
-    when the code does not declare them)."""
+    """Slang's generated C++ with the plain-data ITexture/IRWTexture of cpu_textures.h and subscripts
+    on read-only textures (unchanged when the code does not declare them)."""
     m = _ITEXTURE.search(code)
     rw = _IRWTEXTURE.search(code)
     if m is None or rw is None or rw.start() < m.end():
         return code
-    return code[:m.start()] + header() + code[m.end():rw.start()] + code[rw.end():]
+    code = code[:m.start()] + header() + code[m.end():rw.start()] + code[rw.end():]
+    for d, pattern in _TEXTURE_END.items():
+        found = pattern.search(code)
+        if found is not None:
+            code = code[:found.end(1)] + _SUBSCRIPTS[d] + code[found.end(1):]
+    return code
 
 
 class CpuTexture:
