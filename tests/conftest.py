@@ -75,6 +75,34 @@ def ipython(cache_dir: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     InteractiveShell.clear_instance()
 
 
+# Under pytest-xdist (scripts/test runs `-n 2 --dist loadgroup --no-loadscope-reorder`): each module is
+# one work unit, so its module fixtures (an executed notebook, a JupyterLab page) are made once; the
+# browser tests are one (they share one JupyterLab server and one Chromium); the notebook runs are
+# single tests (they share nothing). Work units go out in this order, the longest first (seconds on the
+# 2-core machine, one at a time), so that neither worker is left with a long one at the end.
+LONGEST_FIRST = ("tests/browser/", "tests/test_install.py", "tests/test_soak.py", "tests/test_types.py",
+                 "tests/test_kernel_notebook.py")
+SINGLE_TESTS = ("tests/test_notebooks.py",)
+
+
+def _rank(nodeid: str) -> int:
+    hit = [i for i, prefix in enumerate(LONGEST_FIRST) if nodeid.startswith(prefix)]
+    if hit:
+        return hit[0]
+    return len(LONGEST_FIRST) + (1 if nodeid.startswith(SINGLE_TESTS) else 0)  # single tests fill the end
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not hasattr(config, "workerinput"):  # not an xdist worker: pytest's order, no groups
+        return
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None and not item.nodeid.startswith(SINGLE_TESTS):
+            group = "browser" if item.nodeid.startswith("tests/browser/") else item.nodeid.split("::")[0]
+            item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=lambda item: _rank(item.nodeid))  # stable: the same order in every worker
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     for s in _SESSIONS.values():
         if isinstance(s, sk.Session):
