@@ -118,6 +118,8 @@ function render({ model, el: host }) {
     if (nv.bad) el("div", "sk-gf-ibad", info, "✗ the derivative disagrees with finite differences here");
     else if (nv.grad !== null && nv.numeric !== null) el("div", "sk-gf-iok", info, "✓ derivative agrees with finite differences");
     if (nv.note) el("div", "sk-gf-inote", info, nv.note);
+    el("div", "sk-gf-hint sk-gf-ikey", info, "∂out/∂node: the gradient that backpropagation carries to this node " +
+      "(calls through their derivatives, custom ones included); finite diff: the same measured on the primal.");
   }
   function selectNode(id) {
     for (const e of scene.querySelectorAll(".sk-gf-sel")) e.classList.remove("sk-gf-sel");
