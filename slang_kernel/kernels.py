@@ -32,6 +32,8 @@ class KernelHost(Protocol):
     def is_current(self, built_from: CompiledKernel) -> bool: ...
     def code(self, name: str, target: str = "hlsl") -> str: ...
     def ir(self, name: str) -> str: ...
+    def specialization(self, name: str, specialize: Mapping[str, Any] | None = None,
+                       type_conformances: Sequence[Sequence[Any]] = ()) -> Specialization: ...
 
 
 def _triple(v: int | Sequence[int], what: str) -> tuple[int, int, int]:
@@ -150,6 +152,12 @@ class ComputeKernel:
 
     def ir(self) -> str:
         return self.session.ir(self.name)
+
+    def specialize(self, type_conformances: Sequence[Sequence[Any]] = (), **values: Any) -> "ComputeKernel":
+        """This kernel specialized (`scaled.specialize(T="Double", N=4)`): what
+        `Session.kernel(name, specialize=values, type_conformances=...)` gives, for a kernel that a cell
+        bound by name. The values replace any it was specialized with."""
+        return ComputeKernel(self.session, self.name, self.session.specialization(self.name, values, type_conformances))
 
     @property
     def current(self) -> bool:

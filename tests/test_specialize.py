@@ -49,6 +49,7 @@ def test_generic_entry_point_two_specializations(spec_session: sk.Session) -> No
     # the same specialization again is the same compiled kernel (compiled once); both stay usable
     again = s.kernel("sp_generic", specialize={"N": 4, "T": "SpDouble"})
     assert again.compiled() is k2.compiled()
+    assert s.kernel("sp_generic").specialize(T="SpDouble", N=4).compiled() is k2.compiled()  # a bound kernel's way
     k2(threads=8, items=items, res=res)
     np.testing.assert_allclose(res, (2 * np.arange(8) + items["k"]) * 4)
     assert "SpDouble" in k2.code("hlsl") and "SpNegate" not in k2.code("hlsl")
