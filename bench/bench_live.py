@@ -181,30 +181,35 @@ def frame_times(n: int) -> None:
         "worker_two_copies": ("worker", lambda t: t.numpy()),
         "in_process": ("in_process", lambda t: t.numpy()),
     }
-    rows: dict[str, dict[str, list[float]]] = {v: {"frame": [], "dispatch": [], "read": [], "worker_us": []}
-                                               for v in variants}
+    rows: dict[str, dict[str, list[float]]] = {
+        v: {"frame": [], "dispatch": [], "read": [], "worker_us": [], "worker_read_us": []} for v in variants}
     for i in range(n + 20):
         for v, (sname, read) in variants.items():
             tex, k = texes[sname], kernels[sname]
             t0 = time.perf_counter()
             k(threads=(512, 512, 1), outputTexture=tex, amp=0.8, t=float(i))
             t1 = time.perf_counter()
+            worker_us = float(getattr(sessions[sname].backend, "last_worker_us", 0.0))
             to_rgba8(read(tex))
             t2 = time.perf_counter()
             t3 = time.perf_counter()
             read(tex)
             t4 = time.perf_counter()
+            read_us = float(getattr(sessions[sname].backend, "last_worker_us", 0.0))
             if i >= 20:   # warm-up: builds, first mappings
                 r = rows[v]
                 r["frame"].append((t2 - t0) * 1e3)
                 r["dispatch"].append((t1 - t0) * 1e3)
                 r["read"].append((t4 - t3) * 1e3)
                 if sname == "worker":
-                    r["worker_us"].append(float(getattr(sessions[sname].backend, "last_worker_us")))
+                    r["worker_us"].append(worker_us)
+                    if v == "worker":
+                        r["worker_read_us"].append(read_us)
     out = {v: {k: round(statistics.median(x), 3) for k, x in r.items() if x} for v, r in rows.items()}
     for v, r in out.items():
         print(f"{v:18s} frame {r['frame']:.2f} ms = dispatch {r['dispatch']:.2f} + read/encode; read alone "
-              f"{r['read']:.2f} ms" + (f"; the worker's own dispatch {r['worker_us'] / 1e3:.2f} ms" if "worker_us" in r else ""))
+              f"{r['read']:.2f} ms" + (f"; the worker's own dispatch {r['worker_us'] / 1e3:.2f} ms" if "worker_us" in r else "")
+              + (f", its own read {r['worker_read_us'] / 1e3:.2f} ms" if "worker_read_us" in r else ""))
     print("BENCH_FRAMES", json.dumps(out))
 
 

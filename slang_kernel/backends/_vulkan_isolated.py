@@ -86,7 +86,7 @@ class IsolatedVulkanBackend:
         self._lock = self._proc.lock
         self._staging: _shm.Segment | None = None
         self._staging_bytes = np.empty(0, np.uint8)
-        self.last_worker_us = 0.0   # what the worker spent on the last dispatch (bench: the rest is the boundary)
+        self.last_worker_us = 0.0   # what the worker spent on the last dispatch or frame() (the rest: the boundary)
         self._ids = itertools.count(1)
         self._frees: list[int] = []
         self._unmaps: list[int] = []
@@ -476,7 +476,9 @@ class IsolatedVulkanBackend:
                 h._frame = (seg, view)
             seg, view = h._frame
             self._mapped(seg)
-            self._call({"op": "read", "id": oid, "slot": ArraySlot(seg.id, 0, h.shape, h.dtype)}, f"reading {h.label}")
+            reply = self._call({"op": "read", "id": oid, "slot": ArraySlot(seg.id, 0, h.shape, h.dtype)},
+                               f"reading {h.label}")
+            self.last_worker_us = float(reply.get("us", 0.0))
             return view
 
     def _write(self, h: "_Handle", array: Any) -> None:

@@ -14,7 +14,7 @@ in the worker), wherever it is nested.
   run {key, groups, values, arrays}       -> {"ok", "text": printf output, "us"} | error
       + "timed": True                     -> + "timing": [bind_upload_ms, run_ms, readback_ms, device_timestamps, how]
   new {id, kind, source, dtype, dims}     -> {"shape", "dtype", "format"} | error
-  read {id, slot}                         -> {"ok"} | error  (.numpy() into the slot)
+  read {id, slot}                         -> {"ok", "us"} | error  (.numpy() into the slot)
   write {id, slot}                        -> {"ok"} | error  (.upload() from the slot)
   lose                                    -> {"ok"}          the device counts as lost (lose_device)
   exit, or the end of the socket          -> the worker exits (without tearing the device down)
@@ -62,7 +62,7 @@ class ErrorReply(TypedDict):
 class Reply(TypedDict, total=False):
     ok: bool
     text: str
-    us: float            # run: microseconds the worker spent on the dispatch (the rest is the boundary)
+    us: float            # run, read: microseconds the worker spent on it (the rest is the boundary)
     timing: list[Any]    # run with "timed": bind_upload_ms, run_ms, readback_ms, device_timestamps, how
     adapter: str
     describe: str

@@ -132,12 +132,13 @@ class Worker:
 
     def read(self, msg: dict[str, Any]) -> Reply:
         self._backend()
+        t0 = time.perf_counter()
         data = self.objects[msg["id"]].numpy()
         out = self._view(msg["slot"])
         if out.shape != data.shape or out.dtype != data.dtype:
             raise RuntimeError(f"read: the device object is {data.dtype} {data.shape}, the slot {out.dtype} {out.shape}")
         np.copyto(out, data)
-        return {"ok": True}
+        return {"ok": True, "us": (time.perf_counter() - t0) * 1e6}
 
     def write(self, msg: dict[str, Any]) -> Reply:
         self._backend()
