@@ -178,6 +178,23 @@ def _outputs(session: "Session", kernel: str, params: Mapping[str, Any]) -> list
     return names
 
 
+def _to_layout(s: "Session", kernel: str, values: dict[str, Any], outputs: Sequence[str]) -> None:
+    """RW struct buffers in `s`'s target layout (offsets differ between targets), copied field by
+    field: a backend writes its outputs into arrays of its own element dtype."""
+    from numpy.lib import recfunctions
+
+    k = s.kernel(kernel)
+    for n in outputs:
+        v = values[n]
+        if v.dtype.names is None:
+            continue
+        want = k.dtype(n)
+        if want != v.dtype:
+            out = np.zeros(v.shape, want)
+            recfunctions.assign_fields_by_name(out, v)
+            values[n] = out
+
+
 def compare(session: "Session", kernel: str, backends: Sequence[str] = ("cpu", "vulkan", "cuda"), *,
             threads: Any = None, groups: Any = None, **params: Any) -> Comparison:
     """Run `kernel` on each backend (each on its own copy of the numpy inputs) and compare outputs."""
@@ -190,8 +207,10 @@ def compare(session: "Session", kernel: str, backends: Sequence[str] = ("cpu", "
         except BackendUnavailable as exc:
             unavailable[b] = str(exc).splitlines()[0]
             continue
-        values = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in params.items()}
         try:
+            values = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in params.items()}
+            if s is not session:
+                _to_layout(s, kernel, values, outputs)
             s.kernel(kernel)(threads=threads, groups=groups, **values)
         except KeyError as exc:
             unavailable[b] = f"{kernel} is not defined there: {exc}"

@@ -87,3 +87,25 @@ def test_ulp_difference() -> None:
     assert ulp_difference(np.array([-tiny]), np.array([tiny]))[0] == 2
     assert ulp_difference(np.array([np.nan], np.float32), np.array([np.nan], np.float32))[0] == 0
     assert ulp_difference(np.array([3], np.int32), np.array([-2], np.int32))[0] == 5
+
+
+def test_compare_struct_buffers_by_field(session: sk.Session) -> None:
+    session.run_cell("""
+struct CmpP { float w; float2x2 m; float3 p; uint id; };   // m: offset 4 on cpu/vulkan, 8 on cuda
+[shader("compute")][numthreads(32, 1, 1)]
+void cmp_struct(uint3 tid: SV_DispatchThreadID, uniform RWStructuredBuffer<CmpP> ps)
+{
+    ps[tid.x].p = float3(tid.x, 2 * tid.x, 0.5);
+    ps[tid.x].w = ps[tid.x].w * 2;
+    ps[tid.x].id = tid.x + 7;
+    ps[tid.x].m = float2x2(1, 2, 3, tid.x);
+}""", name="t_cmp_struct")
+    ps = np.zeros(64, session.kernel("cmp_struct").dtype("ps"))
+    ps["w"] = np.arange(64)
+    c = session.compare("cmp_struct", ("cpu", "vulkan", "cuda"), threads=64, ps=ps)
+    _needs_two(c)
+    assert {d.buffer for d in c.diffs} == {"ps.p", "ps.w", "ps.id", "ps.m"} and not c.differs
+    assert (ps["id"] == 0).all()  # the caller's array is untouched
+    for b in c.ran:
+        np.testing.assert_array_equal(c.outputs[b]["ps"]["w"], 2 * np.arange(64))
+        np.testing.assert_array_equal(c.outputs[b]["ps"]["m"][:, 1, 1], np.arange(64))
