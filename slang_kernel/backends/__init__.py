@@ -19,12 +19,12 @@ from ..errors import BackendUnavailable
 
 __all__ = ["CAPABILITIES", "Backend", "BackendConfig", "BackendUnavailable", "DeviceBuffers", "SharedArrays",
            "Textures", "available_backends", "create_backend", "device_buffers", "register_backend", "shared_arrays",
-           "textures", "timing", "DispatchTiming", "Timing"]
+           "textures", "timing", "DispatchTiming", "Timing", "KernelPaths", "kernel_paths"]
 
 # What a backend offers beyond dispatch, by name; each is a protocol below that the backend then
 # satisfies (`device_buffers(backend)` and friends check and narrow). Without "textures", texture
 # parameters are (H, W, C) numpy arrays; without "device_buffers", buffers are the arrays themselves.
-CAPABILITIES = frozenset({"device_buffers", "textures", "shared_arrays", "timing"})
+CAPABILITIES = frozenset({"kernel_paths", "device_buffers", "textures", "shared_arrays", "timing"})
 
 
 class DeviceBuffers(Protocol):
@@ -68,6 +68,19 @@ class Timing(Protocol):
                        values: Mapping[str, Any]) -> DispatchTiming: ...
 
 
+class KernelPaths(Protocol):
+    """"kernel_paths": which code path a kernel takes on this backend, e.g. the CPU's
+    "simd (avx2, 8 lanes)" or "scalar: groupshared memory"."""
+
+    def path(self, kernel: CompiledKernel) -> str: ...
+
+
+def kernel_paths(backend: "Backend") -> KernelPaths:
+    """The backend as KernelPaths; a clear error when it does not state "kernel_paths"."""
+    _require(backend, "kernel_paths")
+    return cast(KernelPaths, backend)
+
+
 def _require(backend: "Backend", name: str) -> None:
     if name not in backend.capabilities:
         raise BackendUnavailable(f"the {backend.name} backend has no {name.replace('_', ' ')} "
@@ -107,6 +120,7 @@ class BackendConfig:
     timeout: float | None = None          # seconds before a dispatch is stopped (KernelTimeout)
     isolate: bool = True                  # CPU: kernels in a worker process (crash-safe)
     include_paths: tuple[str, ...] = ()   # where `import playground;` and friends are found
+    fast_math: bool = False               # CPU: -ffast-math (reassociation, no NaN/inf care; opt-in)
     cache: DiskCache = field(default_factory=DiskCache, compare=False)   # built kernels (CPU .so files)
 
 

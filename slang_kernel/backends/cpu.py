@@ -34,6 +34,7 @@ from ..errors import (BackendUnavailable, BoundsError, CpuBuildError, KernelCras
                       UnsupportedOnCpu)
 from . import _cpu_textures
 from ._cpu_textures import CpuSampler, CpuTexture
+from . import _cpu_simd
 from ._cpu_worker import Kernel, Runner
 from ._packing import Packer, ParameterError, StructPlan, buffer_array, fast_encoder
 
@@ -71,7 +72,7 @@ class CpuBackend:
     name = "cpu"
     target = "cpp"
 
-    capabilities = frozenset({"shared_arrays", "textures", "timing"})
+    capabilities = frozenset({"shared_arrays", "textures", "timing", "kernel_paths"})
 
     def __init__(self, config: BackendConfig | None = None) -> None:
         cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
@@ -147,17 +148,26 @@ class CpuBackend:
     # -- build ------------------------------------------------------------------------------------
 
     def _flags(self) -> tuple[str, ...]:
-        return (*CXXFLAGS, "-include", str(PRELUDE), *(("-DSK_CHECKED",) if self.checked else ()))
+        return (*CXXFLAGS, "-include", str(PRELUDE), *(("-DSK_CHECKED",) if self.checked else ()),
+                *(("-ffast-math",) if self.config.fast_math else ()))
+
+    def _vector_flags(self) -> tuple[str, ...]:
+        """The vector build (see _cpu_simd): this CPU's vector width, its g++ options, the masked accessors."""
+        return (*self._flags(), *_cpu_simd.isa().flags, *_cpu_simd.VECTOR_FLAGS, "-include", str(_cpu_simd.SIMD_HEADER))
+
+    def path(self, kernel: CompiledKernel) -> str:
+        """Which path the kernel runs: "simd (avx2, 8 lanes)" or "scalar: <why>" (builds it if needed)."""
+        return self.load(kernel).path_desc
 
     def load(self, kernel: CompiledKernel) -> "_Loaded":
         checked = self.checked
         loaded = self._loaded.get((kernel.key, checked))
         if loaded is None:
-            path = self._build_cached(kernel)
+            path, entry, desc = self._build_cached(kernel)
             ep = kernel.entry_point
-            loaded = _Loaded(str(path), kernel.entry, "printf" in _body(kernel.code),
+            loaded = _Loaded(str(path), entry, "printf" in _body(kernel.code),
                              self._plan(ep.uniforms, ep.params_size),
-                             self._plan(kernel.reflection.globals, kernel.reflection.globals_size))
+                             self._plan(kernel.reflection.globals, kernel.reflection.globals_size), desc)
             self._loaded[(kernel.key, checked)] = loaded
         return loaded
 
@@ -177,13 +187,28 @@ class CpuBackend:
             return ctx.pointer(a, name, writable)
         return pointer
 
-    def _build_cached(self, kernel: CompiledKernel) -> Path:
+    def _build_cached(self, kernel: CompiledKernel) -> tuple[Path, str, str]:
+        """The kernel's library, the entry to call and the path it takes: the vector build where g++
+        vectorises its lane loop, else the scalar one (see _cpu_simd)."""
         for pattern, what in _UNSUPPORTED:
             m = pattern.search(_body(kernel.code))
             if m:
                 raise UnsupportedOnCpu(
                     f"{kernel.entry} uses {what} (`{m.group(0).rstrip('(')}`), which Slang's CPU target cannot run. "
                     "Run it on a GPU backend (Session(backend='vulkan') or 'cuda'), or restructure the kernel.")
+        code = _cpu_textures.prepare(kernel.code)   # textures as plain data (see _cpu_textures)
+        ep = kernel.entry_point
+        tr = _cpu_simd.translate(code, _body(code), kernel.entry, ep.numthreads, ep.params_size,
+                                 kernel.reflection.globals_size, kernel.source)
+        desc = f"scalar: {tr.blocked}"
+        if not tr.blocked:
+            with self._lock:
+                rt = _cpu_simd.runtime(self.cxx, self._version, self.cache)
+                vkey = digest("cpu-so-simd", self._version, _cpu_identity(), tr.source, *self._vector_flags(),
+                              self._prelude, _cpu_simd.SIMD_HEADER.read_text(), _cpu_textures.header(), str(rt))
+                vpath, desc = _cpu_simd.build(self.cxx, self.cache, vkey, tr, self._vector_flags(), rt)
+            if vpath is not None:
+                return vpath, tr.entry, desc
         key = digest("cpu-so", self._version, _cpu_identity(), kernel.code, *self._flags(), self._prelude,
                      _cpu_textures.header())
         with self._lock:
@@ -192,7 +217,7 @@ class CpuBackend:
                 path = self.cache.scratch_dir() / f"{key}.so"
             if not _looks_like_so(path):
                 self._build(kernel, path)
-        return path
+        return path, kernel.entry, desc
 
     def _load(self, loaded: "_Loaded") -> Kernel:
         """dlopen in this process (the in-process path only)."""
@@ -638,6 +663,7 @@ class _Loaded:
     printf: bool
     params: StructPlan
     globals: StructPlan
+    path_desc: str = "scalar"   # which path it takes (CpuBackend.path)
 
 
 def _kept(packer: Packer, a: np.ndarray, addr: int) -> int:
