@@ -27,7 +27,7 @@ from .compiler.client import CompilerProcess
 from .compiler.diagnostics import Diagnostic, SlangCompileError, SlangCompilerCrash, parse_diagnostics
 from .compiler.reflection import DeclInfo, FunctionInfo
 from .kernels import ComputeKernel
-from .specialize import SpecializationError, conformance_options, explain, find_entry, find_externs
+from .specialize import SpecializationError, conformance_options, explain, find_entry, find_externs, interface_params
 from .specialize import specialization as specialization_of
 from .specialize import variant as specialize_variant
 
@@ -449,8 +449,13 @@ class Session:
         elsewhere: dict[str, Any] = {}
         for c in self.closure([self._cells[n] for n in owner.imports]):
             elsewhere.update(find_externs(c.shown, c.source))
-        return specialization_of(name, find_entry(owner.source, name), find_externs(owner.shown, owner.source),
-                                 specialize, type_conformances, elsewhere)
+        entry = find_entry(owner.source, name)
+        return specialization_of(name, entry, find_externs(owner.shown, owner.source), specialize, type_conformances,
+                                 elsewhere, interface_params(entry, self._interfaces(owner)))
+
+    def _interfaces(self, owner: Cell) -> frozenset[str]:
+        """The interfaces a kernel's cell sees (its own and its imports')."""
+        return frozenset(d.name for c in self.closure([owner]) for d in c.decls if d.kind == "interface")
 
     def function(self, name: str) -> SlangFunction:
         self.function_info(name)
@@ -660,12 +665,13 @@ class Session:
         entry = find_entry(owner.source, name)
         wanted = {g.name for g in entry.generics} if entry is not None else set()
         have = {k for k, _ in spec.args}
-        if entry is None or not wanted <= have or not have <= wanted | set(externs):
+        typed = interface_params(entry, self._interfaces(owner))
+        if entry is None or not wanted <= have or not have <= wanted | set(externs) | set(typed):
             raise SpecializationError(
                 f"{name} in {owner.shown} changed since it was specialized with {spec} (it now declares "
                 + (", ".join(g.describe() for g in entry.generics) if entry and entry.generics else "no generic parameters")
                 + "): get it again with s.kernel(..., specialize=...).")
-        wname, text = specialize_variant(owner.source, entry, spec, externs)
+        wname, text = specialize_variant(owner.source, entry, spec, externs, typed)
         # the types named in the specialization come from the kernel's cell and the cells before it
         order = list(self._cells)
         earlier = [self._cells[n] for n in order[:order.index(owner.name)]]
@@ -701,6 +707,21 @@ class Session:
                           [self._cells[n] for n in c.imports], macros, c.options,
                           target=target or self.backend.target, entries=[name])
         req = dataclasses.replace(req, digests=(*req.digests, (c.name, c.digest)))
+        return self.compile(req)[name]
+
+    def compile_inline(self, name: str, rewrite: Callable[[str, str], str], target: str | None = None) -> CompiledKernel:
+        """Kernel `name` built from the text of its cell and of every cell it imports (transitively),
+        each as `rewrite(cell name, text)`, in session order, as ONE module (no checked blobs): a
+        variant that reaches the imported cells' code too (the thread debugger's printf filter).
+        Raises SlangCompileError where one module cannot hold them (a cell that declares a `module`,
+        a name that two of them define)."""
+        c = self.owner(name, kernel=True)
+        cells = self.closure([c])
+        text = "".join(define_lines(d.defines) + rewrite(d.name, d.source) + "\n"
+                       + "".join(f"#undef {k}\n" for k, _ in d.defines) for d in cells)
+        req = self._build("compile", c.shown, f"{c.module}_i{digest(text)[:8]}", text, [], (), c.options,
+                          target=target or self.backend.target, entries=[name])
+        req = dataclasses.replace(req, digests=(*req.digests, *((d.name, d.digest) for d in cells)))
         return self.compile(req)[name]
 
     def _owner_name(self, name: str) -> str | None:

@@ -7,6 +7,8 @@ right kind) and compiles a variant of the kernel's cell (`variant`):
 
     extern struct Q : IFoo;   ->  export struct Q : IFoo = MyType;     // link-time types and constants
     extern static const int M; -> export static const int M = 5;
+    // an interface-typed parameter (`uniform IFoo q`, specialize={"q": "MyType"}) is declared as
+    // `uniform MyType q` in the generated entry point below (existential specialization)
     // appended for a generic kernel: k's attributes and parameters with T, N filled in
     [shader("compute")] [numthreads(8, 1, 1)]
     void k__MyType_4(uint3 tid : SV_DispatchThreadID, uniform RWStructuredBuffer<MyType> o) { k<MyType, 4>(tid, o); }
@@ -33,7 +35,7 @@ from .compiled import Specialization
 from .compiler.diagnostics import Diagnostic
 
 __all__ = ["EntryDecl", "Extern", "GenericParam", "Specialization", "SpecializationError", "conformance_options",
-           "entry_name", "explain", "find_entry", "find_externs", "specialization", "variant"]
+           "entry_name", "explain", "find_entry", "find_externs", "interface_params", "specialization", "variant"]
 
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 _EXTERN_TYPE = re.compile(r"\bextern\s+struct\s+([A-Za-z_]\w*)\s*(?::\s*([^;{=]+?))?\s*;")
@@ -199,6 +201,21 @@ def find_externs(cell: str, source: str) -> dict[str, Extern]:
     return out
 
 
+_MODIFIERS = {"uniform", "in", "out", "inout", "const", "no_diff", "static"}
+
+
+def interface_params(entry: EntryDecl | None, interfaces: frozenset[str]) -> dict[str, str]:
+    """Entry-point parameters whose type is an interface (`uniform IFoo q`): name -> interface."""
+    out: dict[str, str] = {}
+    for param, name in zip(_split(_strip_comments(entry.params)) if entry else (), entry.arg_names if entry else ()):
+        p = re.sub(r"\[[^\]]*\]", " ", param)
+        p = re.split(r"(?<!:):(?!:)|=", p, maxsplit=1)[0]
+        words = [w for w in _IDENT.findall(p) if w not in _MODIFIERS]
+        if len(words) == 2 and words[1] == name and words[0] in interfaces:
+            out[name] = words[0]
+    return out
+
+
 # -- checking what the user gave --------------------------------------------------------------------
 
 def _literal(kernel: str, what: str, name: str, value: Any, value_type: str) -> str:
@@ -240,9 +257,11 @@ def _type_text(kernel: str, what: str, value: Any) -> str:
 
 def specialization(kernel: str, entry: EntryDecl | None, externs: Mapping[str, Extern],
                    specialize: Mapping[str, Any] | None, type_conformances: Sequence[Sequence[Any]] = (),
-                   elsewhere: Mapping[str, Extern] | None = None) -> Specialization:
+                   elsewhere: Mapping[str, Extern] | None = None,
+                   iface_params: Mapping[str, str] | None = None) -> Specialization:
     """Check `specialize=` and `type_conformances=` against the kernel's declaration (`externs`: those
-    of its own cell; `elsewhere`: those of the cells it imports, which it cannot specialize)."""
+    of its own cell; `elsewhere`: those of the cells it imports, which it cannot specialize;
+    `iface_params`: its interface-typed parameters, which take a conforming type)."""
     given = dict(specialize or {})
     generics = entry.generics if entry is not None else ()
     args: list[tuple[str, str]] = []
@@ -260,6 +279,10 @@ def specialization(kernel: str, entry: EntryDecl | None, externs: Mapping[str, E
             + ", ".join(g.describe() for g in missing) + ": pass specialize={"
             + ", ".join(f"'{g.name}': {'4' if g.value_type else repr('MyType')}" for g in missing) + "}.")
     for name in list(given):
+        iface = (iface_params or {}).get(name)
+        if iface is not None:
+            args.append((name, _type_text(kernel, f"parameter `{iface} {name}`", given.pop(name))))
+            continue
         ext = externs.get(name)
         other = (elsewhere or {}).get(name)
         if ext is None and other is not None:
@@ -268,10 +291,11 @@ def specialization(kernel: str, entry: EntryDecl | None, externs: Mapping[str, E
                 f"specialize= sets the extern declarations of the cell that defines {kernel}. Move the "
                 f"declaration there, or define it in a cell with `export` (link-time, as Slang does it).")
         if ext is None:
-            known = [g.describe() for g in generics] + [e.describe() for e in externs.values()]
+            known = ([g.describe() for g in generics] + [e.describe() for e in externs.values()]
+                     + [f"parameter `{i} {n}`" for n, i in (iface_params or {}).items()])
             raise SpecializationError(
-                f"{kernel} has no generic parameter or extern declaration named {name!r}; it has: "
-                f"{', '.join(known) or 'none (it is neither generic nor uses extern declarations)'}.")
+                f"{kernel} has no generic parameter, interface-typed parameter or extern declaration named "
+                f"{name!r}; it has: {', '.join(known) or 'none (it is neither generic nor uses extern declarations)'}.")
         what = f"extern {ext.describe()}"
         v = given.pop(name)
         args.append((name, _literal(kernel, what, name, v, ext.value_type) if ext.value_type else _type_text(kernel, what, v)))
@@ -307,14 +331,18 @@ def entry_name(kernel: str, spec: Specialization) -> str:
     return f"{kernel}__{tag or 'spec'}"[:80]
 
 
-def variant(source: str, entry: EntryDecl, spec: Specialization, externs: Mapping[str, Extern]) -> tuple[str, str]:
+def variant(source: str, entry: EntryDecl, spec: Specialization, externs: Mapping[str, Extern],
+            iface_params: Mapping[str, str] | None = None) -> tuple[str, str]:
     """(entry name, Slang text): the kernel's cell with its specialized `extern` declarations turned
-    into `export` definitions (in place: line numbers stay the cell's), and for a generic kernel a
-    generated non-generic entry point appended that calls `kernel<args>(...)` (see the module docstring).
+    into `export` definitions (in place: line numbers stay the cell's), and for a generic kernel (or
+    one whose interface-typed parameters are given a type) a generated entry point appended that
+    calls `kernel<args>(...)` with those parameters of the given types (see the module docstring).
     """
     values = dict(spec.args)
+    typed = {n: i for n, i in (iface_params or {}).items() if n in values}
+    wrap = bool(entry.generics or typed)
     text = source
-    if entry.generics:  # the generic becomes a plain function: Slang crashes on calls to entry points
+    if wrap:  # the kernel becomes a plain function: Slang crashes on calls to entry points
         a, b = entry.attr_span
         text = text[:a] + re.sub(r"[^\n]", " ", text[a:b]) + text[b:]
     for ext in sorted((e for e in externs.values() if e.name in values), key=lambda e: -e.span[0]):
@@ -322,19 +350,24 @@ def variant(source: str, entry: EntryDecl, spec: Specialization, externs: Mappin
         new = (f"export static const {ext.value_type} {ext.name} = {v};" if ext.value_type
                else f"export struct {ext.name}{' : ' + ext.constraint if ext.constraint else ''} = {v};")
         text = text[:ext.span[0]] + new + text[ext.span[1]:]
-    if not entry.generics:
+    if not wrap:
         return entry.name, text
     subst = {g.name: values[g.name] for g in entry.generics}
-    pattern = re.compile(r"\b(" + "|".join(re.escape(n) for n in subst) + r")\b")
+    pattern = re.compile(r"\b(" + "|".join(re.escape(n) for n in subst) + r")\b") if subst else None
 
     def fill(t: str) -> str:
-        return pattern.sub(lambda m: subst[m.group(1)], t)
+        return pattern.sub(lambda m: subst[m.group(1)], t) if pattern else t
 
+    params = []
+    for param, arg in zip(_split(_strip_comments(entry.params)), entry.arg_names):
+        if arg in typed:
+            param = re.sub(rf"\b{re.escape(typed[arg])}\b", values[arg], param, count=1)
+        params.append(fill(param))
     name = entry_name(entry.name, spec)
-    targs = ", ".join(values[g.name] for g in entry.generics)
+    targs = f"<{', '.join(values[g.name] for g in entry.generics)}>" if entry.generics else ""
     attrs = fill(entry.attributes) or '[shader("compute")]'
     text += (f"\n\n// slang-kernel: {entry.name} specialized with {spec}\n{attrs}\n"
-             f"void {name}({fill(entry.params)})\n{{\n    {entry.name}<{targs}>({', '.join(entry.arg_names)});\n}}\n")
+             f"void {name}({', '.join(params)})\n{{\n    {entry.name}{targs}({', '.join(entry.arg_names)});\n}}\n")
     return name, text
 
 
@@ -356,7 +389,15 @@ def explain(kernel: str, spec: Specialization, diags: Sequence[Diagnostic], type
                         f"uses the types of the kernel's cell and the cells before it (move the kernel's cell "
                         f"after {where}, or the type before it). (specializing {kernel}: {spec})")
             return f"no type {m.group(1)!r} in this session; defined: {known}. (specializing {kernel}: {spec})"
-        m = re.search(r"type argument '([^']+)' does not conform to the required interface '([^']+)'", d.message)
+        m = (re.search(r"type argument '([^']+)' does not conform to the required interface '([^']+)'", d.message)
+             or re.search(r"expected an expression of type '([^']+)', got '([^']+)'", d.message))
+        if m and m.group(0).startswith("expected"):  # an interface-typed parameter given another type
+            m = m if m.group(2) in given else None
+            if m:
+                return (f"{m.group(2)!r} does not conform to {m.group(1)!r}, the type of that parameter of "
+                        f"{kernel}: make it conform (`struct {m.group(2)} : {m.group(1)} {{...}}`, or an "
+                        f"`extension`) or pick another type. (specializing {kernel}: {spec})")
+            continue
         if m:
             return (f"{m.group(1)!r} does not conform to {m.group(2)!r}, which {kernel} requires: make it conform "
                     f"(`struct {m.group(1)} : {m.group(2)} {{...}}`, or an `extension`) or pick another type. (specializing {kernel}: {spec})")

@@ -118,7 +118,7 @@ void sp_dynamic(uint3 t : SV_DispatchThreadID, uniform RWStructuredBuffer<float>
     ({"T": "SpDouble"}, r"sp_generic is generic .* needs a value for `let N : int`"),
     ({"T": "SpDouble", "N": "four"}, r"`let N : int` is a value of type int, not a type.*got the string 'four'"),
     ({"T": 3, "N": 1}, r"`T : ISpScale` is a type parameter: give a Slang type name as a string"),
-    ({"T": "SpDouble", "N": 1, "M": 2}, r"no generic parameter or extern declaration named 'M'; it has: `T : ISpScale`"),
+    ({"T": "SpDouble", "N": 1, "M": 2}, r"no generic parameter, interface-typed parameter or extern declaration named 'M'; it has: `T : ISpScale`"),
 ])
 def test_bad_specializations_say_what_and_leave_the_session_usable(
         spec_session: sk.Session, bad: dict[str, object], message: str) -> None:
@@ -166,3 +166,22 @@ void sp_edit(uint3 t : SV_DispatchThreadID, uniform RWStructuredBuffer<float> re
         k(threads=1, res=res)
     s.kernel("sp_edit")(threads=1, res=res)
     assert res[0] == 9.0
+
+
+def test_interface_typed_parameter_takes_a_conforming_type(spec_session: sk.Session) -> None:
+    s = spec_session
+    s.run_cell("""
+[shader("compute")] [numthreads(4, 1, 1)]
+void sp_iface(uint3 t : SV_DispatchThreadID, uniform RWStructuredBuffer<float> res, uniform ISpScale scale)
+{ res[t.x] = scale.apply(float(t.x)); }""", name="sp_iface_kernel")
+    res = np.zeros(4, np.float32)
+    k = s.kernel("sp_iface", specialize={"scale": "SpDouble"})
+    assert "SpDouble scale" in k.signature
+    k(threads=4, res=res, scale={"k": 0.25})
+    np.testing.assert_allclose(res, 2 * np.arange(4) + 0.25)
+    s.kernel("sp_iface", specialize={"scale": "SpNegate"})(threads=4, res=res, scale={"k": 1.0})
+    np.testing.assert_allclose(res, 1 - np.arange(4))
+    with pytest.raises(SpecializationError, match=r"parameter `ISpScale scale` is a type parameter"):
+        s.kernel("sp_iface", specialize={"scale": 2})
+    with pytest.raises(SpecializationError, match=r"(?i)conform|no type"):
+        s.kernel("sp_iface", specialize={"scale": "SpPlain"})(threads=4, res=res, scale={"k": 1.0})
