@@ -25,7 +25,7 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 
 import numpy as np
 
-__all__ = ["NodeValue", "Callee", "Inst", "evaluate_flow", "split_args", "value_rank", "INTRINSICS"]
+__all__ = ["NodeValue", "Callee", "Inst", "evaluate_flow", "split_args", "value_rank", "vector_size", "INTRINSICS"]
 
 
 class Callee(Protocol):
@@ -101,6 +101,12 @@ def split_args(args: str) -> list[str]:
     return out
 
 
+def vector_size(t: str | None) -> int:
+    """n of an IR ``Vec(Float, n : Int)`` type, else 0."""
+    m = re.match(r"^Vec\(\w+, (\d+) : Int\)", (t or "").strip())
+    return int(m.group(1)) if m else 0
+
+
 def value_rank(t: str | None) -> int:
     """Element rank of an IR type: Float 0, Vec(Float, 3 : Int) 1, Mat(...) 2; -1 not a float value."""
     t = (t or "").strip()
@@ -125,6 +131,7 @@ class Inst:
     operands: tuple[str, ...]
     rank: int
     no_diff: bool = False   # a no_diff(...) call: no derivative flows back through it
+    size: int = 0           # a vector result's length
 
 
 def _align(vals: Sequence[np.ndarray], ranks: Sequence[int]) -> list[np.ndarray]:
@@ -163,6 +170,16 @@ class _Replay:
         if i.op == "call" and i.callee in INTRINSICS:
             fn, _ = INTRINSICS[i.callee]
             return np.asarray(fn(*_align(vals, ranks)), np.float64)
+        if i.op in ("swizzle", "getElement") and vals and ranks[0] == 1:   # v.yz, v[1]
+            idx = [int(x) for x in vals[1:]]
+            v = np.asarray(vals[0], np.float64)
+            return v[..., idx[0]] if len(idx) == 1 and i.rank == 0 else v[..., idx]
+        if i.op == "makeVector" and vals and all(r in (0, 1) for r in ranks):   # float3(a, b.xy)
+            parts = [np.asarray(v, np.float64) if r else np.asarray(v, np.float64)[..., None] for v, r in zip(vals, ranks)]
+            batch = np.broadcast_shapes(*(p.shape[:-1] for p in parts))
+            return np.concatenate([np.broadcast_to(p, batch + p.shape[-1:]) for p in parts], axis=-1)
+        if i.op == "MakeVectorFromScalar" and len(vals) == 1 and i.size:   # float3(x)
+            return np.repeat(np.asarray(vals[0], np.float64)[..., None], i.size, axis=-1)
         raise KeyError(i.op if i.op != "call" else f"call of {i.callee}")
 
     def forward(self, env: dict[str, np.ndarray], start: int = 0) -> dict[str, str]:

@@ -27,7 +27,7 @@ import numpy as np
 from .cache import digest
 from .cells import Cell
 from .compiler.diagnostics import SlangCompileError, parse_diagnostics
-from .flow_eval import Callee, Inst, evaluate_flow, split_args, value_rank
+from .flow_eval import Callee, Inst, evaluate_flow, split_args, value_rank, vector_size
 from .ir import (AUTODIFF_OPS, IRFunction, IRInst, IRModule, _back_edges, classify_autodiff, parse_ir, split_dump,
                  to_graph)
 
@@ -508,7 +508,7 @@ def flow_values(fn: "SlangFunction", *args: Any, grad_out: Any = None, views: IR
             cdiff[name] = c.differentiable_params(c.info(len(split_args(i.args))))
         node = nodes.get(key.get(i.id or "", ""), {})
         insts.append(Inst(i.id or "", i.opcode, name, tuple(split_args(i.args)), value_rank(i.type),
-                          "no_diff" in node.get("marks", ())))
+                          "no_diff" in node.get("marks", ()), vector_size(i.type)))
     if output is None:
         return {"nodes": {}, "note": f"{fn.name} returns no value"}
     gout = np.float64(1.0) if grad_out is None else np.asarray(grad_out, np.float64)

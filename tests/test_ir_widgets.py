@@ -240,3 +240,17 @@ def test_gradient_flow_node_values_of_a_function_with_control_flow_say_why_not(s
     session.run_cell(LOOP, name="loop")
     flow = W.GradientFlow.check(session.function("poly"), np.float32(0.5), np.float32(2.0), np.int32(3))
     assert flow.graph["values"] == {} and "control flow" in flow.graph["values_note"]
+
+
+def test_gradient_flow_node_values_through_swizzles_and_vectors(session: sk.Session) -> None:
+    session.run_cell("[Differentiable] float sw(float3 v, float k)\n"
+                     "{ float3 w = float3(v.x, 2 * v.y, v.z); return w.x * w.y + length(w) * k + v.yz.x; }",
+                     name="swizzles")
+    args = (np.array([[1, 2, 3], [0.5, -1, 2]], np.float32), np.float32([0.5, 2.0]))
+    flow = W.GradientFlow.check(session.function("sw"), *args)
+    vals = flow.graph["values"]
+    assert vals and all(v["value"] is not None for v in vals.values()), flow.graph["values"]
+    params = {n["name"]: n["id"] for n in flow.graph["nodes"] if "param" in n}
+    for name in ("v", "k"):
+        assert np.allclose(flow.node(params[name])["grad"], flow.result.input(name).bwd, rtol=1e-4), name
+    assert flow.bad_nodes == [] and flow.flagged == []
