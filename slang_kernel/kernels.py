@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 import numpy as np
 
@@ -13,6 +13,7 @@ from .compiler.reflection import EntryPointInfo, ParamInfo
 from .errors import BoundsError, DeviceLost, KernelCrash, KernelInterrupted, KernelTimeout, OutOfRangeWarning, ParameterError
 
 if TYPE_CHECKING:
+    from .cells import Cell
     from .profiling import Profile
     from .thread_debug import ThreadDebug
 
@@ -29,6 +30,9 @@ class KernelHost(Protocol):
     def compile_entry(self, name: str, target: str | None = None,
                       specialization: Specialization | None = None) -> CompiledKernel: ...
     def compile_variant(self, name: str, rewrite: Callable[[str], str]) -> CompiledKernel: ...
+    def compile_inline(self, name: str, rewrite: Callable[[str, str], str]) -> CompiledKernel: ...
+    def owner(self, name: str, *, kernel: bool | None = None) -> Cell: ...
+    def closure(self, cells: Iterable[Cell]) -> list[Cell]: ...
     def is_current(self, built_from: CompiledKernel) -> bool: ...
     def code(self, name: str, target: str = "hlsl") -> str: ...
     def ir(self, name: str) -> str: ...

@@ -11,10 +11,13 @@ CompiledKernel key; ordinary compiles are unchanged):
 - each `debug_value("name", v)` (from `import debug;`, a no-op in ordinary compiles) becomes a
   call that prints `v`'s bits on a marked line, which is decoded here into `values["name"]`.
 
+When a cell the kernel imports prints or marks values too, the debug build compiles the kernel's
+cell and every cell it imports from their (rewritten) text as one module (Session.compile_inline),
+so their printf is filtered as well; where one module cannot hold them, only the kernel's own cell
+is instrumented and the other cells' printf prints for every thread (kept in `printed` as it comes).
+
 What the thread printed reaches Python the way each backend prints (sys.stdout for the CPU worker
 and Vulkan, the process's fd 1 for CUDA's device printf), and is captured around the dispatch.
-printf in functions of other cells is not instrumented (their checked IR is reused): it prints for
-every thread, and such lines are kept in `printed` as they come.
 """
 
 from __future__ import annotations
@@ -29,18 +32,21 @@ import sys
 import tempfile
 import types
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence
 
 import numpy as np
 
 from .backends import Backend
+from .cells import Cell
 from .compiled import CompiledKernel
+from .compiler.diagnostics import SlangCompileError
 from .errors import ParameterError
 
 __all__ = ["DEBUG_THREAD_PARAM", "DebugHost", "ThreadDebug", "debug_dispatch", "instrument"]
 
 DEBUG_THREAD_PARAM = "sk_debug_thread_"   # the global uniform that picks the thread
 _MARK = "@sk_debug_value"                 # the marked lines debug_value prints
+_MARKED = re.compile(r"\b(printf|debug_value)\s*\(")
 _TAGS = {"int": 1, "uint": 2, "float": 3, "bool": 5}
 _DTYPES = {1: np.int32, 2: np.uint32, 3: np.float32, 5: np.bool_}
 
@@ -52,6 +58,9 @@ class DebugHost(Protocol):
 
     def compile_entry(self, name: str, target: str | None = None) -> CompiledKernel: ...
     def compile_variant(self, name: str, rewrite: Callable[[str], str]) -> CompiledKernel: ...
+    def compile_inline(self, name: str, rewrite: Callable[[str, str], str]) -> CompiledKernel: ...
+    def owner(self, name: str, *, kernel: bool | None = None) -> Cell: ...
+    def closure(self, cells: Iterable[Cell]) -> list[Cell]: ...
 
 
 @dataclass(frozen=True)
@@ -184,25 +193,28 @@ def _code_positions(src: str, pattern: re.Pattern[str]) -> Iterator[re.Match[str
             i += 1
 
 
-def instrument(source: str, entry: str) -> tuple[str, tuple[str, ...]]:
-    """The debug text of a cell for kernel `entry`, and the names its debug_value calls mark (by
-    index). Lines keep their numbers, so diagnostics still point at the user's lines."""
-    names: list[str] = []
+def instrument(source: str, entry: str | None, names: list[str] | None = None) -> tuple[str, tuple[str, ...]]:
+    """The debug text of a cell for kernel `entry` (None: a cell it imports, whose printf and
+    debug_value calls are rewritten, no more), and the names debug_value calls mark (by index;
+    `names` is extended in place when given, for several cells of one build). Lines keep their
+    numbers, so diagnostics still point at the user's lines."""
+    names = [] if names is None else names
     edits: list[tuple[int, int, str]] = []
-    entry_at = None
-    for m in _code_positions(source, re.compile(rf"\b{re.escape(entry)}\s*\(")):
-        close = _close(source, m.end() - 1)
-        after = re.compile(r"\s*(:\s*\w+\s*)?\{").match(source, close + 1)
-        if after is None:
-            continue  # a call or a declaration, not the definition
-        entry_at = (m.end() - 1, close, after.end())
-    if entry_at is None:
-        raise ValueError(f"could not find the definition of `{entry}` in its cell")
-    open_, close, body = entry_at
-    params = source[open_ + 1:close]
-    sep = ", " if params.strip() else ""
-    edits.append((close, close, f"{sep}uint3 sk_debug_tid_ : SV_DispatchThreadID"))
-    edits.append((body, body, " sk_debug_enter_(sk_debug_tid_);"))
+    if entry is not None:
+        entry_at = None
+        for m in _code_positions(source, re.compile(rf"\b{re.escape(entry)}\s*\(")):
+            close = _close(source, m.end() - 1)
+            after = re.compile(r"\s*(:\s*\w+\s*)?\{").match(source, close + 1)
+            if after is None:
+                continue  # a call or a declaration, not the definition
+            entry_at = (m.end() - 1, close, after.end())
+        if entry_at is None:
+            raise ValueError(f"could not find the definition of `{entry}` in its cell")
+        open_, close, body = entry_at
+        params = source[open_ + 1:close]
+        sep = ", " if params.strip() else ""
+        edits.append((close, close, f"{sep}uint3 sk_debug_tid_ : SV_DispatchThreadID"))
+        edits.append((body, body, " sk_debug_enter_(sk_debug_tid_);"))
     for m in _code_positions(source, re.compile(r"\bprintf\s*\(")):
         end = _close(source, m.end() - 1)
         semi = re.compile(r"\s*;").match(source, end + 1)
@@ -221,7 +233,7 @@ def instrument(source: str, entry: str) -> tuple[str, tuple[str, ...]]:
         out.append(text)
         pos = end
     out.append(source[pos:])
-    return "".join(out) + _PRELUDE, tuple(names)
+    return "".join(out) + (_PRELUDE if entry is not None else ""), tuple(names)
 
 
 # -- running it ---------------------------------------------------------------------------------------
@@ -309,16 +321,26 @@ def debug_dispatch(host: DebugHost, name: str, thread: Sequence[int], groups: tu
     """Run kernel `name` over `groups` with the instrumented build; what `thread` printed and marked."""
     plain = host.compile_entry(name)
     t = check_thread(name, thread, groups, plain.entry_point.numthreads, threads)
-    holder: dict[str, tuple[str, ...]] = {}
+    names: list[str] = []
+    owner = host.owner(name, kernel=True)
 
     def rewrite(source: str) -> str:
-        text, holder["names"] = instrument(source, name)
-        return text
+        names.clear()
+        return instrument(source, name, names)[0]
 
-    ck = host.compile_variant(name, rewrite)
+    def rewrite_cell(cell: str, source: str) -> str:
+        return instrument(source, name if cell == owner.name else None, names)[0]
+
+    ck = None
+    if any(_MARKED.search(c.source) for c in host.closure([owner]) if c.name != owner.name):
+        try:  # an imported cell prints or marks: instrument it too, all cells in one module
+            ck = host.compile_inline(name, rewrite_cell)
+        except SlangCompileError:
+            names.clear()  # e.g. a cell declaring a `module`: its printf then prints for every thread
+    if ck is None:
+        ck = host.compile_variant(name, rewrite)
     values = {k: v for k, v in params.items() if k in ck.parameter_names}
     values[DEBUG_THREAD_PARAM] = np.array(t, np.uint32)
-    names = holder["names"]  # compile_variant always builds the text (its request is keyed by it)
     with _captured() as out:
         host.backend.dispatch(ck, groups, values)
     lines = out[0].splitlines()

@@ -63,6 +63,28 @@ def test_debug_refuses_outside_and_leaves_calls_alone(session: sk.Session) -> No
     assert "sk_debug" not in k.code("hlsl")  # ordinary builds are not instrumented
 
 
+def test_debug_filters_printf_of_imported_cells(session: sk.Session) -> None:
+    session.run_cell('import debug;\nfloat dbg_lib(float v) { printf("lib %d\\n", int(v)); debug_value("lib", v); return v * 3; }',
+                     name="t_dbg_lib", defines={"UNUSED_HERE": "1"})
+    session.run_cell("""
+[shader("compute")][numthreads(8, 1, 1)]
+void dbg_user(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o) { o[t.x] = dbg_lib(float(t.x)); }
+""", name="t_dbg_user")
+    o = np.zeros(16, np.float32)
+    d = session.kernel("dbg_user").debug((9, 0, 0), threads=16, o=o)
+    assert d.printed == ("lib 9",) and d.values["lib"] == np.float32(9.0)
+    np.testing.assert_array_equal(o, 3 * np.arange(16, dtype=np.float32))
+
+    session.run_cell('module dbg_mod;\npublic float dbg_mod_f(float v) { printf("mod %d\\n", int(v)); return v; }',
+                     name="t_dbg_mod")  # a cell that declares a module is inlined too
+    session.run_cell("""
+[shader("compute")][numthreads(4, 1, 1)]
+void dbg_mod_user(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o) { o[t.x] = dbg_mod_f(float(t.x)); }
+""", name="t_dbg_mod_user")
+    d = session.kernel("dbg_mod_user").debug((1, 0, 0), threads=4, o=o)
+    assert d.printed == ("mod 1",)
+
+
 def test_instrument_keeps_lines_and_skips_comments() -> None:
     src = 'void k(uint3 t : SV_DispatchThreadID)\n{\n  // printf("no");\n  printf("a %d", 1);\n  debug_value("x", 2.0);\n}\n'
     text, names = instrument(src, "k")
