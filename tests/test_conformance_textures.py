@@ -306,9 +306,6 @@ void conf_pblock(uint3 id: SV_DispatchThreadID, uniform uint n)
 
 
 def test_parameter_block_nested_with_buffers(session: sk.Session) -> None:
-    if session.backend.name == "vulkan":   # measured 2026-12-02: SIGSEGV in the lavapipe worker
-        pytest.skip("ParameterBlock<T> with buffers nested in structs crashes the Vulkan worker today "
-                    "(engineer 5's Vulkan binding, tests/test_conformance_params.py); run here on cpu and cuda")
     session.run_cell(PBLOCK, name="conf_pblock")
     n = 20
     src = np.arange(n, dtype=np.float32)
