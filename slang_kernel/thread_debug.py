@@ -336,7 +336,7 @@ def debug_dispatch(host: DebugHost, name: str, thread: Sequence[int], groups: tu
         try:  # an imported cell prints or marks: instrument it too, all cells in one module
             ck = host.compile_inline(name, rewrite_cell)
         except SlangCompileError:
-            names.clear()  # e.g. a cell declaring a `module`: its printf then prints for every thread
+            names.clear()  # one module cannot hold them: the other cells' printf prints for every thread
     if ck is None:
         ck = host.compile_variant(name, rewrite)
     values = {k: v for k, v in params.items() if k in ck.parameter_names}
