@@ -671,24 +671,34 @@ class Session:
                 f"{name} in {owner.shown} changed since it was specialized with {spec} (it now declares "
                 + (", ".join(g.describe() for g in entry.generics) if entry and entry.generics else "no generic parameters")
                 + "): get it again with s.kernel(..., specialize=...).")
-        wname, text = specialize_variant(owner.source, entry, spec, externs, typed)
-        # the types named in the specialization come from the kernel's cell and the cells before it
+        wname, text, tail = specialize_variant(owner.source, entry, spec, externs, typed)
         order = list(self._cells)
         earlier = [self._cells[n] for n in order[:order.index(owner.name)]]
-        idents = identifiers(text)
-        imports = [self._cells[n] for n in owner.imports]
-        imports += [c for c in resolve_imports(idents - owner.names, earlier) if c not in imports]
-        req = self._build("compile", owner.shown, f"{owner.module}_s{digest(text)[:8]}", text, imports,
-                          self._macros(idents, owner.own_defines), (*owner.options, *conformance_options(spec)),
-                          target=target, entries=[wname])
-        req = dataclasses.replace(req, digests=(*req.digests, (owner.name, owner.digest)))
+        named = identifiers(" ".join([*(v for _, v in spec.args), *(f"{i} {t}" for i, t, _ in spec.conformances)]))
+        named -= {n for c in [*earlier, owner] for n in c.names}
+        later = [c for c in self._cells.values() if c not in earlier and c is not owner and c.ok and c.names & named]
+        options = (*owner.options, *conformance_options(spec))
+        if later:  # types defined after the kernel's cell (which they import): all of them as one module
+            cells = self.closure([owner, *later])
+            body = "".join(define_lines(d.defines) + (text if d.name == owner.name else d.source) + "\n"
+                           + "".join(f"#undef {k}\n" for k, _ in d.defines) for d in cells) + tail
+            req = self._build("compile", owner.shown, f"{owner.module}_i{digest(body)[:8]}", body, [], (), options,
+                              target=target, entries=[wname])
+            req = dataclasses.replace(req, digests=(*req.digests, *((d.name, d.digest) for d in cells)))
+        else:  # the types come from the kernel's cell and the cells before it: a variant of the cell
+            text += tail
+            idents = identifiers(text)
+            imports = [self._cells[n] for n in owner.imports]
+            imports += [c for c in resolve_imports(idents - owner.names, earlier) if c not in imports]
+            req = self._build("compile", owner.shown, f"{owner.module}_s{digest(text)[:8]}", text, imports,
+                              self._macros(idents, owner.own_defines), options, target=target, entries=[wname])
+            req = dataclasses.replace(req, digests=(*req.digests, (owner.name, owner.digest)))
         try:
             ck = self.compile(req)[wname]
         except SlangCompileError as exc:
-            types = sorted(n for c in [*earlier, owner] for d in c.decls if d.kind in ("struct", "enum", "interface")
-                           or d.kind in ("generic", "generic struct") for n in [d.name])
-            later = {n: c.shown for c in self._cells.values() if c not in earlier and c is not owner for n in c.names}
-            msg = explain(name, spec, exc.diagnostics, types, later)
+            types = sorted({d.name for c in self._cells.values() if c.ok for d in c.decls
+                            if d.kind in ("struct", "enum", "interface", "generic", "generic struct")})
+            msg = explain(name, spec, exc.diagnostics, types)
             if msg is None:
                 raise
             raise SpecializationError(msg) from None

@@ -13,6 +13,9 @@ right kind) and compiles a variant of the kernel's cell (`variant`):
     [shader("compute")] [numthreads(8, 1, 1)]
     void k__MyType_4(uint3 tid : SV_DispatchThreadID, uniform RWStructuredBuffer<MyType> o) { k<MyType, 4>(tid, o); }
 
+A type from a cell after the kernel's (which imports the kernel's cell) cannot be imported into a
+variant of the kernel's cell; then the cells involved are compiled as one module (Session).
+
 Why source and not `IEntryPoint::specialize` on a component: the Vulkan backend builds its program
 from `CompiledKernel.chain` (sgl compiles Slang source and binds by its own reflection, and takes an
 entry point by plain name), so a specialization written as Slang is the one form every backend
@@ -332,11 +335,12 @@ def entry_name(kernel: str, spec: Specialization) -> str:
 
 
 def variant(source: str, entry: EntryDecl, spec: Specialization, externs: Mapping[str, Extern],
-            iface_params: Mapping[str, str] | None = None) -> tuple[str, str]:
-    """(entry name, Slang text): the kernel's cell with its specialized `extern` declarations turned
+            iface_params: Mapping[str, str] | None = None) -> tuple[str, str, str]:
+    """(entry name, Slang text, tail): the kernel's cell with its specialized `extern` declarations turned
     into `export` definitions (in place: line numbers stay the cell's), and for a generic kernel (or
     one whose interface-typed parameters are given a type) a generated entry point appended that
-    calls `kernel<args>(...)` with those parameters of the given types (see the module docstring).
+    calls `kernel<args>(...)` with those parameters of the given types (see the module docstring):
+    that entry point is `tail`, to go after the text (and after any cells that define its types).
     """
     values = dict(spec.args)
     typed = {n: i for n, i in (iface_params or {}).items() if n in values}
@@ -351,7 +355,7 @@ def variant(source: str, entry: EntryDecl, spec: Specialization, externs: Mappin
                else f"export struct {ext.name}{' : ' + ext.constraint if ext.constraint else ''} = {v};")
         text = text[:ext.span[0]] + new + text[ext.span[1]:]
     if not wrap:
-        return entry.name, text
+        return entry.name, text, ""
     subst = {g.name: values[g.name] for g in entry.generics}
     pattern = re.compile(r"\b(" + "|".join(re.escape(n) for n in subst) + r")\b") if subst else None
 
@@ -366,15 +370,14 @@ def variant(source: str, entry: EntryDecl, spec: Specialization, externs: Mappin
     name = entry_name(entry.name, spec)
     targs = f"<{', '.join(values[g.name] for g in entry.generics)}>" if entry.generics else ""
     attrs = fill(entry.attributes) or '[shader("compute")]'
-    text += (f"\n\n// slang-kernel: {entry.name} specialized with {spec}\n{attrs}\n"
-             f"void {name}({', '.join(params)})\n{{\n    {entry.name}{targs}({', '.join(entry.arg_names)});\n}}\n")
-    return name, text
+    tail = (f"\n\n// slang-kernel: {entry.name} specialized with {spec}\n{attrs}\n"
+            f"void {name}({', '.join(params)})\n{{\n    {entry.name}{targs}({', '.join(entry.arg_names)});\n}}\n")
+    return name, text, tail
 
 
-def explain(kernel: str, spec: Specialization, diags: Sequence[Diagnostic], types: Sequence[str],
-            later: Mapping[str, str] | None = None) -> str | None:
+def explain(kernel: str, spec: Specialization, diags: Sequence[Diagnostic], types: Sequence[str]) -> str | None:
     """A message for the usual ways a specialization fails to compile (None: Slang's own is clearer).
-    types: the types the specialization may use; later: names defined only after the kernel's cell."""
+    types: the types the session defines."""
     given = {v for _, v in spec.args} | {t for _, t, _ in spec.conformances} | {i for i, _, _ in spec.conformances}
     known = ", ".join(types) or "none"
     for d in diags:
@@ -383,11 +386,6 @@ def explain(kernel: str, spec: Specialization, diags: Sequence[Diagnostic], type
         m = re.search(r"undefined identifier '([^']+)'", d.message) or re.search(r"type '([^']+)' is not found",
                                                                                 d.message)
         if m and m.group(1) in given:
-            where = (later or {}).get(m.group(1))
-            if where:
-                return (f"{m.group(1)!r} is defined in {where}, after the cell of {kernel}: a specialization "
-                        f"uses the types of the kernel's cell and the cells before it (move the kernel's cell "
-                        f"after {where}, or the type before it). (specializing {kernel}: {spec})")
             return f"no type {m.group(1)!r} in this session; defined: {known}. (specializing {kernel}: {spec})"
         m = (re.search(r"type argument '([^']+)' does not conform to the required interface '([^']+)'", d.message)
              or re.search(r"expected an expression of type '([^']+)', got '([^']+)'", d.message))

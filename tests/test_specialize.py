@@ -185,3 +185,14 @@ void sp_iface(uint3 t : SV_DispatchThreadID, uniform RWStructuredBuffer<float> r
         s.kernel("sp_iface", specialize={"scale": 2})
     with pytest.raises(SpecializationError, match=r"(?i)conform|no type"):
         s.kernel("sp_iface", specialize={"scale": "SpPlain"})(threads=4, res=res, scale={"k": 1.0})
+
+
+def test_a_type_from_a_later_cell(spec_session: sk.Session) -> None:
+    """The notebook order: the generic kernel first, an implementation in a later cell."""
+    s = spec_session
+    s.run_cell("struct SpLater : ISpScale { float k; float apply(float x) { return x * x + k; } };", name="sp_later")
+    res = np.zeros(8, np.float32)
+    items = np.zeros(8, s.dtype("SpLater"))
+    items["k"] = 1
+    s.kernel("sp_generic", specialize={"T": "SpLater", "N": 2})(threads=8, items=items, res=res)
+    np.testing.assert_allclose(res, (np.arange(8) ** 2 + 1) * 2)
