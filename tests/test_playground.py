@@ -578,8 +578,8 @@ Texture2D<float4> photo;
     assert texture_format("r11f_g11f_b10f") is None   # then the texel type decides
 
 
-@pytest.mark.vulkan
-def test_explicit_formats_give_channels_and_storage(vk: sk.Session) -> None:
+def test_explicit_formats_give_channels_and_storage(pg: sk.Session) -> None:
+    vk = pg
     vk.run_cell("""
 import playground;
 [format("rg32f")] [playground::BLACK(8, 4)] RWTexture2D<float2> twoChannels;
