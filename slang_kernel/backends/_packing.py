@@ -236,9 +236,11 @@ def buffer_array(value: Any, param: str, t: TypeInfo) -> tuple[np.ndarray, int]:
             else f" (e.g. np.zeros(n, np.{base.name}))")
     if t.writable:
         if not isinstance(value, np.ndarray) or getattr(value, "__cuda_array_interface__", None):
+            also = (" (a dict of arrays or a list of dicts is taken by read-only buffers only: the kernel "
+                    "writes into the array itself)" if isinstance(value, (Mapping, list, tuple)) else "")
             raise ParameterError(
                 f"parameter `{param}` ({t.name}) is written by the kernel: pass a numpy array of {want}"
-                f"{hint}; got {_describe(value)}")
+                f"{hint}{also}; got {_describe(value)}")
         ok_dtype = value.dtype == base or (t.shape == "byte_address_buffer" and value.dtype.itemsize % 4 == 0)
         if not ok_dtype or not value.flags.c_contiguous or not value.flags.writeable:
             raise ParameterError(
