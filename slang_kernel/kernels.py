@@ -9,6 +9,7 @@ import numpy as np
 
 from .backends import Backend
 from .compiled import CompiledKernel, Specialization
+from .specialize import SpecializationError
 from .compiler.reflection import EntryPointInfo, ParamInfo
 from .errors import BoundsError, DeviceLost, KernelCrash, KernelInterrupted, KernelTimeout, OutOfRangeWarning, ParameterError
 
@@ -212,6 +213,8 @@ class ComputeKernel:
     def __repr__(self) -> str:
         try:
             sig = self.signature
+        except SpecializationError as exc:  # a generic kernel not yet specialized: say how
+            return f"<ComputeKernel {self.name}: {exc}>"
         except Exception as exc:  # a broken cell must not break repr
             spec = f"<{self.specialization}>" if self.specialization else ""
             sig = f"{self.name}{spec}(...) [{type(exc).__name__}]"

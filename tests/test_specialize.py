@@ -132,6 +132,7 @@ def test_bad_specializations_say_what_and_leave_the_session_usable(
 
 
 def test_unspecialized_generic_kernel_says_what_it_needs(spec_session: sk.Session) -> None:
+    assert "sp_generic is generic (`T : ISpScale`, `let N : int`)" in repr(spec_session.kernel("sp_generic"))
     with pytest.raises(SpecializationError, match=r"needs a value for `T : ISpScale`, `let N : int`: pass "
                                                   r"specialize=\{'T': 'MyType', 'N': 4\}"):
         spec_session.kernel("sp_generic")(threads=8, items=np.zeros(8, np.float32), res=np.zeros(8, np.float32))
