@@ -106,6 +106,15 @@ class CpuTexture:
             return np.clip(np.rint(self.store * 255.0), 0, 255).astype(np.uint8)
         return self.store.astype(self.dtype, copy=True)
 
+    def frame(self) -> np.ndarray:
+        """The texels without a copy (a read-only view, valid until the next dispatch writes them):
+        for a live view's frames; `.numpy()` gives a copy to keep."""
+        if self.dtype == np.uint8:
+            return self.numpy()
+        view = self.store.view()
+        view.flags.writeable = False
+        return view
+
     def __repr__(self) -> str:
         return f"<CpuTexture {self.dtype} {self.shape}>"
 
