@@ -111,7 +111,7 @@ class CpuTexture:
         for a live view's frames; `.numpy()` gives a copy to keep."""
         if self.dtype == np.uint8:
             return self.numpy()
-        view = self.store.view()
+        view: np.ndarray = self.store.view()
         view.flags.writeable = False
         return view
 
