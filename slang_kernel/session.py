@@ -626,8 +626,8 @@ class Session:
             return hit
         owner = self.owner(name, kernel=True)
         entry = find_entry(owner.source, name)
-        if entry is not None and entry.generics:  # says which generic arguments it needs
-            specialization_of(name, entry, {}, None)
+        if entry is not None and entry.generics:  # with its defaults, or an error naming what it needs
+            return self._compile_specialized(name, target, specialization_of(name, entry, {}, None))
         try:
             ck = self.compile(self.request("compile", cell=owner.name, entries=[name], target=target))[name]
         except SlangCompileError as exc:

@@ -56,6 +56,7 @@ class GenericParam:
     name: str
     value_type: str    # "" for a type parameter, else the type of `let N : int`
     constraint: str    # "IFoo" of `T : IFoo` ("" when none)
+    default: str = ""  # `let N : int = 4` -> "4" (used when not given)
 
     def describe(self) -> str:
         if self.value_type:
@@ -186,11 +187,12 @@ def find_entry(source: str, name: str) -> EntryDecl | None:
 
 def _generic(text: str) -> GenericParam:
     t = text.strip()
-    if t.startswith("let "):
-        head, _, typ = t[4:].partition(":")
-        return GenericParam(head.split("=")[0].strip(), typ.split("=")[0].strip() or "int", "")
-    head, _, constraint = t.partition(":")
-    return GenericParam(head.split("=")[0].replace("typename", "").strip(), "", constraint.split("=")[0].strip())
+    decl, _, default = t.partition("=")
+    if decl.startswith("let "):
+        head, _, typ = decl[4:].partition(":")
+        return GenericParam(head.strip(), typ.strip() or "int", "", default.strip())
+    head, _, constraint = decl.partition(":")
+    return GenericParam(head.replace("typename", "").strip(), "", constraint.strip(), default.strip())
 
 
 def find_externs(cell: str, source: str) -> dict[str, Extern]:
@@ -271,7 +273,10 @@ def specialization(kernel: str, entry: EntryDecl | None, externs: Mapping[str, E
     missing = []
     for g in generics:
         if g.name not in given:
-            missing.append(g)
+            if g.default:
+                args.append((g.name, g.default))
+            else:
+                missing.append(g)
             continue
         what = f"generic parameter {g.describe()}"
         v = given.pop(g.name)

@@ -197,3 +197,18 @@ def test_a_type_from_a_later_cell(spec_session: sk.Session) -> None:
     items["k"] = 1
     s.kernel("sp_generic", specialize={"T": "SpLater", "N": 2})(threads=8, items=items, res=res)
     np.testing.assert_allclose(res, (np.arange(8) ** 2 + 1) * 2)
+
+
+def test_generic_value_defaults(spec_session: sk.Session) -> None:
+    s = spec_session
+    s.run_cell("""
+[shader("compute")] [numthreads(4, 1, 1)]
+void sp_defaults<let A : int = 7, let B : uint = 5>(uint3 t : SV_DispatchThreadID, uniform RWStructuredBuffer<float> res)
+{ res[t.x] = A * B + t.x; }""", name="sp_defaults_kernel")
+    res = np.zeros(4, np.float32)
+    s.kernel("sp_defaults")(threads=4, res=res)  # every generic parameter has a default: runs as written
+    np.testing.assert_allclose(res, 35 + np.arange(4))
+    s.kernel("sp_defaults", specialize={"A": 2})(threads=4, res=res)
+    np.testing.assert_allclose(res, 10 + np.arange(4))
+    with pytest.raises(SpecializationError, match=r"`let B : uint`.*unsigned \(uint\); got -1"):
+        s.kernel("sp_defaults", specialize={"B": -1})
