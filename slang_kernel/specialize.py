@@ -20,9 +20,10 @@ Why source and not `IEntryPoint::specialize` on a component: the Vulkan backend 
 from `CompiledKernel.chain` (sgl compiles Slang source and binds by its own reflection, and takes an
 entry point by plain name), so a specialization written as Slang is the one form every backend
 consumes unchanged; Slang checks it as the API would (an explicit generic application; the export
-definitions it links). The generated entry point lives in the kernel's own module because calling
-an entry point segfaults Slang 2026.12 (from an imported module on every target, within one module
-for SPIR-V; measured), the generic loses its `[shader]`/`[numthreads]` attributes in the variant. Type
+definitions it links). Calling an entry point segfaults Slang 2026.12 (from an imported module on
+every target, within its own module for SPIR-V; measured), so the generated entry point lives in the
+kernel's own module and the kernel there loses its `[shader]`/`[numthreads]` attributes (it is
+called as a plain function). Type
 conformances are Slang's compiler option `TypeConformance` (`-conformance Impl:IFoo=id`, what
 `createTypeConformanceComponentType` links); the generated code carries the dispatch switch, so
 CPU and CUDA run it unchanged.
