@@ -8,7 +8,8 @@ Cases (the same arithmetic on every side):
   mandel Mandelbrot 1024x768, 256 iterations                      (~10 flops per iteration done)
 
 Sides:
-  ours      the CPU backend (Session(backend="cpu"), isolated worker, today's code path)
+  ours      the CPU backend (Session(backend="cpu"), isolated worker; `k.path` printed: the vector
+            path "simd (...)" where g++ vectorised the kernel's lane loop, else "scalar: why")
   lanes     a hand-written C++ lane loop of the same kernel, built the way a vectorised CPU path would
             build it (body inlined into a loop over a slice's thread ids, -O3 -march=native
             -mprefer-vector-width=256 -fno-math-errno, glibc libmvec declared through GCC's simd
@@ -17,7 +18,8 @@ Sides:
   numpy     one thread
   numba     @njit(parallel=True, fastmath=True) with prange (skipped with a reason when absent)
 GFLOP/s next to a nominal FP32 peak: cores x MHz x vector lanes x 2 (FMA) x 2 (FMA pipes).
-Medians over --repeat runs.
+Medians over --repeat runs. --ulp also measures the max ULP error of sin/cos/exp/log/pow as the
+backend's kernels compute them (float32) against float64 numpy on 2^22 inputs each.
 """
 
 from __future__ import annotations
@@ -129,6 +131,55 @@ extern "C" void mandel(uint32_t r0, uint32_t r1, uint32_t* it, uint32_t w, uint3
 """
 
 
+ULP_CELL = """
+[shader("compute")][numthreads(256, 1, 1)]
+void ulp_sin(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o, uniform StructuredBuffer<float> x)
+{ o[t.x] = sin(x[t.x]); }
+[shader("compute")][numthreads(256, 1, 1)]
+void ulp_cos(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o, uniform StructuredBuffer<float> x)
+{ o[t.x] = cos(x[t.x]); }
+[shader("compute")][numthreads(256, 1, 1)]
+void ulp_exp(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o, uniform StructuredBuffer<float> x)
+{ o[t.x] = exp(x[t.x]); }
+[shader("compute")][numthreads(256, 1, 1)]
+void ulp_log(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o, uniform StructuredBuffer<float> x)
+{ o[t.x] = log(x[t.x]); }
+[shader("compute")][numthreads(256, 1, 1)]
+void ulp_pow(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o, uniform StructuredBuffer<float> x,
+             uniform StructuredBuffer<float> y)
+{ o[t.x] = pow(x[t.x], y[t.x]); }
+"""
+
+
+def ulp_table(fast_math: bool) -> None:
+    """Max ULP of each math function on the backend's path (vector: libmvec) vs float64."""
+    rng = np.random.default_rng(1)
+    n = N
+    inputs = {
+        "sin": (rng.uniform(-1000, 1000, n), None, np.sin),
+        "cos": (rng.uniform(-1000, 1000, n), None, np.cos),
+        "exp": (rng.uniform(-87, 88, n), None, np.exp),
+        "log": (np.exp(rng.uniform(-80, 80, n)), None, np.log),
+        "pow": (rng.uniform(0.01, 10, n), rng.uniform(-30, 30, n), np.power),
+    }
+    with tempfile.TemporaryDirectory() as tmp, sk.Session(backend="cpu", cache=False, cache_dir=tmp,
+                                                          fast_math=fast_math) as s:
+        s.run_cell(ULP_CELL, name="ulp")
+        for name, (x, y, ref_fn) in inputs.items():
+            k = s.kernel(f"ulp_{name}")
+            x32 = x.astype(np.float32)
+            o = np.zeros(n, np.float32)
+            args: dict[str, Any] = {"o": o, "x": x32}
+            if y is not None:
+                args["y"] = y.astype(np.float32)
+            k(threads=n, **args)
+            x64 = x32.astype(np.float64)
+            ref = ref_fn(x64, args["y"].astype(np.float64)) if y is not None else ref_fn(x64)
+            ok = np.isfinite(ref) & (np.abs(ref) < 3e38) & (np.abs(ref) > 1e-37)
+            ulp = np.abs(o[ok].astype(np.float64) - ref[ok]) / np.spacing(np.abs(ref[ok]).astype(np.float32)).astype(np.float64)
+            print(f"# ulp {name}: max {ulp.max():.2f} ULP, mean {ulp.mean():.3f} ({k.path}{', fast_math' if fast_math else ''})")
+
+
 def median_ms(fn: Callable[[], object], repeat: int) -> float:
     fn()
     times = []
@@ -180,6 +231,7 @@ def split(fn: Callable[[int, int], object], total: int, threads: int, pool: Thre
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--ulp", action="store_true", help="also measure the math functions' max ULP")
     args = ap.parse_args()
     cores = os.cpu_count() or 1
     peak, how = cpu_peak()
@@ -218,6 +270,8 @@ def main() -> None:
         for src, name in ((ARITH, "arith"), (CHAIN, "chain"), (MANDEL, "mandel")):
             s.run_cell(src, name=name)
         ka, kc, km = s.kernel("arith"), s.kernel("chain"), s.kernel("mandel")
+        for k in (ka, kc, km):
+            print(f"# ours: {k.name} takes the path {k.path}")
         xs, os_, its = s.backend.shared(x), s.backend.zeros(N, np.float32), s.backend.zeros((H, W), np.uint32)
         lib = build_lanes(tmp)
         pool = ThreadPoolExecutor(cores)
@@ -313,6 +367,13 @@ def main() -> None:
         print(f"{c:8} {side:10} {ms:9.2f} {gf:8.2f} {100 * gf / peak if peak else 0:6.1f}%  {np_s} {nb_s}")
     if numba is None:
         print(f"# numba columns empty: {numba_why}")
+    for c in ("arith", "chain", "mandel"):
+        one, many = table.get((c, "ours 1t")), table.get((c, f"ours {cores}t"))
+        if one and many:
+            print(f"# scaling {c}: ours {one / many:.2f}x from 1 to {cores} threads")
+    if args.ulp:
+        ulp_table(False)
+        ulp_table(True)
 
 
 if __name__ == "__main__":
