@@ -214,3 +214,30 @@ void tex_subscripts(uint3 t: SV_DispatchThreadID, Texture2D<float4> a, Texture3D
     o = np.zeros((4, 4, 4), np.float32)
     session.kernel("tex_subscripts")(threads=(4, 4), a=a, v=v, o=o)
     np.testing.assert_array_equal(o, a + v[1] + a[0, 0, 0])
+
+
+def test_texture_arrays(session: sk.Session) -> None:
+    if "textures" not in session.backend.capabilities:
+        pytest.skip(f"the {session.backend.name} backend has no textures (capability 'textures')")
+    if session.backend.name == "vulkan":
+        pytest.skip("the Vulkan backend binds numpy arrays to Texture1D/2D/3D only, not to texture arrays")
+    session.run_cell("""
+[shader("compute")][numthreads(4, 4, 1)]
+void tex_arrays(uint3 t: SV_DispatchThreadID, Texture2DArray<float4> a, RWTexture2DArray<float> o, SamplerState smp,
+                RWStructuredBuffer<float4> sampled, RWStructuredBuffer<uint> dims)
+{
+    o[uint3(t.xy, 1)] = a.Load(int4(t.xy, 2, 0)).x;
+    if (all(t.xy == 0)) {
+        sampled[0] = a.SampleLevel(smp, float3(0.25, 0.25, 1.0), 0);   // layer 1, between 4 texels
+        uint w, h, n;
+        a.GetDimensions(w, h, n);
+        dims[0] = w; dims[1] = h; dims[2] = n;
+    }
+}""", name="p_tex_arrays")
+    a = rng.uniform(0, 1, (3, 4, 4, 4)).astype(np.float32)     # (L, H, W, C)
+    o = np.zeros((2, 4, 4, 1), np.float32)
+    sampled, dims = np.zeros((1, 4), np.float32), np.zeros(3, np.uint32)
+    session.kernel("tex_arrays")(threads=(4, 4), a=a, o=o, smp="linear", sampled=sampled, dims=dims)
+    np.testing.assert_array_equal(o[1, ..., 0], a[2, ..., 0])
+    assert o[0].max() == 0 and dims.tolist() == [4, 4, 3]
+    np.testing.assert_allclose(sampled[0], a[1, 0:2, 0:2].mean(axis=(0, 1)), rtol=1e-5)

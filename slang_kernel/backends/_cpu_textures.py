@@ -31,10 +31,11 @@ __all__ = ["CpuSampler", "CpuTexture", "HEADER", "bind_sampler", "bind_texture",
 HEADER = Path(__file__).with_name("cpu_textures.h")
 _ITEXTURE = re.compile(r"struct ITexture\s*\{.*?\n\};\n", re.S)
 _IRWTEXTURE = re.compile(r"struct IRWTexture\s*:\s*ITexture\s*\{.*?\n\};\n", re.S)
-_DIMS = {"texture_1d": 1, "texture_2d": 2, "texture_3d": 3}
+_DIMS = {"texture_1d": 1, "texture_2d": 2, "texture_3d": 3, "texture_1d_array": 2, "texture_2d_array": 3}
 _SCALARS = {np.dtype(np.float32): 0, np.dtype(np.int32): 1, np.dtype(np.uint32): 2}
-_DESCRIPTOR = struct.Struct("<QIIIIIII4x")   # data, width, height, depth, dims, texelBytes, channels, scalar
+_DESCRIPTOR = struct.Struct("<QIIIIIIII")   # data, width, height, depth, dims, texelBytes, channels, scalar, layered
 _LAYOUT = {1: "(W, C)", 2: "(H, W, C)", 3: "(D, H, W, C)"}
+_ARRAY_LAYOUT = {2: "(L, W, C)", 3: "(L, H, W, C)"}   # layers first, as CUDA's layered textures
 
 
 @functools.lru_cache(maxsize=1)
@@ -159,8 +160,11 @@ def bind_texture(name: str, t: TypeInfo, value: Any, pointer: Pointer, place: Pl
     """Texture*D<T> / RWTexture*D<T> {ITexture* texture}: a pointer to the descriptor of `value`'s texels."""
     dims = _DIMS.get(t.shape or "")
     if dims is None:
-        raise ParameterError(f"parameter `{name}` is {t.name}: the CPU backend binds Texture1D/2D/3D and their RW "
-                             "forms (not cube maps or texture arrays); run it on Session(backend='vulkan')")
+        raise ParameterError(f"parameter `{name}` is {t.name}: the CPU backend binds Texture1D/2D/3D, "
+                             "Texture1DArray/2DArray and their RW forms (not cube maps); run it on "
+                             "Session(backend='vulkan')")
+    layered = (t.shape or "").endswith("_array")
+    layout = _ARRAY_LAYOUT[dims] if layered else _LAYOUT[dims]
     try:
         base, eshape = typed_element(t)
     except ParameterError:
@@ -172,7 +176,7 @@ def bind_texture(name: str, t: TypeInfo, value: Any, pointer: Pointer, place: Pl
     store = np.dtype(np.float32) if base.kind == "f" else base
     if store not in _SCALARS:
         raise ParameterError(f"parameter `{name}` is {t.name}: CPU textures hold float, int or uint texels")
-    want = f"a numpy array of shape {_LAYOUT[dims]} with C = {channels} ({store})"
+    want = f"a numpy array of shape {layout} with C = {channels} ({store})"
     if isinstance(value, CpuTexture):
         arr = value.store
         if value.dims != dims or arr.dtype != store or value.channels != channels:
@@ -189,7 +193,7 @@ def bind_texture(name: str, t: TypeInfo, value: Any, pointer: Pointer, place: Pl
             if not isinstance(value, np.ndarray) or value.dtype != store or not value.flags.c_contiguous \
                     or not value.flags.writeable:
                 raise ParameterError(f"parameter `{name}` ({t.name}) is written by the kernel in place: pass a "
-                                     f"writable C-contiguous array of {store}, shape {_LAYOUT[dims]} with "
+                                     f"writable C-contiguous array of {store}, shape {layout} with "
                                      f"C = {channels}; got {_describe(value)}")
         elif arr.dtype != store:
             if arr.dtype.kind not in "biuf" or (store.kind in "iu" and arr.dtype.kind == "f"):
@@ -204,5 +208,5 @@ def bind_texture(name: str, t: TypeInfo, value: Any, pointer: Pointer, place: Pl
     size = arr.shape[:-1][::-1]   # width first
     data = pointer(arr, bool(t.writable))
     desc = _DESCRIPTOR.pack(data, size[0], size[1] if dims > 1 else 1, size[2] if dims > 2 else 1, dims,
-                            channels * 4, channels, _SCALARS[store])
+                            channels * 4, channels, _SCALARS[store], int(layered))
     return place(desc).to_bytes(8, "little")

@@ -20,15 +20,20 @@ struct ITexture
     uint32_t texelBytes;    // bytes per texel
     uint32_t channels;
     uint32_t scalar;        // 0 float32, 1 int32, 2 uint32
+    uint32_t layered;       // 1: an array texture, its last coordinate the layer (not filtered)
 
     TextureDimensions GetDimensions(int mipLevel = -1)
     {
         TextureDimensions d;
         d.reset();
-        d.shape = dims;
+        d.shape = layered ? ((dims - 1) | 0x40) : dims;
         d.width = width;
         d.height = dims > 1 ? height : 0;
         d.depth = dims > 2 ? depth : 0;
+        if (layered) {
+            d.arrayElementCount = dims == 2 ? height : depth;
+            if (dims == 2) d.height = 0; else d.depth = 0;
+        }
         d.numberOfLevels = 1;
         return d;
     }
@@ -79,7 +84,13 @@ struct ITexture
         float size[3] = {(float)width, (float)height, (float)depth};
         int32_t base[3] = {0, 0, 0};
         float frac[3] = {0, 0, 0};
-        for (uint32_t i = 0; i < dims; i++) {
+        uint32_t fdims = layered ? dims - 1 : dims;   // the layer is picked, not filtered
+        if (layered) {
+            int32_t n = (int32_t)(dims == 2 ? height : depth);
+            int32_t layer = (int32_t)floorf(loc[dims - 1] + 0.5f);
+            base[dims - 1] = layer < 0 ? 0 : (layer >= n ? n - 1 : layer);
+        }
+        for (uint32_t i = 0; i < fdims; i++) {
             float t = loc[i] * size[i];
             if (filter == 1) { base[i] = (int32_t)floorf(t); continue; }
             t -= 0.5f;
@@ -90,10 +101,10 @@ struct ITexture
         if (filter == 1) {
             fetchFloat(base[0], base[1], base[2], address, 1.0f, acc, n);
         } else {
-            for (uint32_t corner = 0; corner < (1u << dims); corner++) {
+            for (uint32_t corner = 0; corner < (1u << fdims); corner++) {
                 float w = 1.0f;
                 int32_t c[3] = {base[0], base[1], base[2]};
-                for (uint32_t i = 0; i < dims; i++) {
+                for (uint32_t i = 0; i < fdims; i++) {
                     bool hi = (corner >> i) & 1;
                     w *= hi ? frac[i] : 1.0f - frac[i];
                     c[i] += hi;
