@@ -219,8 +219,6 @@ void tex_subscripts(uint3 t: SV_DispatchThreadID, Texture2D<float4> a, Texture3D
 def test_texture_arrays(session: sk.Session) -> None:
     if "textures" not in session.backend.capabilities:
         pytest.skip(f"the {session.backend.name} backend has no textures (capability 'textures')")
-    if session.backend.name == "vulkan":
-        pytest.skip("the Vulkan backend binds numpy arrays to Texture1D/2D/3D only, not to texture arrays")
     session.run_cell("""
 [shader("compute")][numthreads(4, 4, 1)]
 void tex_arrays(uint3 t: SV_DispatchThreadID, Texture2DArray<float4> a, RWTexture2DArray<float> o, SamplerState smp,

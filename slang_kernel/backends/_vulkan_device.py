@@ -150,9 +150,10 @@ class VulkanTexture:
     """A texture that lives on the device ((H, W, C) for 2D, (D, H, W, C) for 3D, (W, C) for 1D)."""
 
     def __init__(self, backend: "VulkanBackend", shape: tuple[int, ...], dtype: np.dtype, data: np.ndarray | None,
-                 dims: int = 2):
+                 dims: int = 2, layered: bool = False):
+        """layered: a Texture1DArray (dims 2, shape (L, W, C)) or Texture2DArray (dims 3, (L, H, W, C))."""
         spy = backend.spy
-        self.backend, self.dims, self.dtype = backend, dims, np.dtype(dtype)
+        self.backend, self.dims, self.dtype, self.layered = backend, dims, np.dtype(dtype), layered and dims > 1
         if len(shape) == dims:
             shape = (*shape, 1)
         if len(shape) != dims + 1 or shape[-1] not in (1, 2, 3, 4):
@@ -167,19 +168,19 @@ class VulkanTexture:
         self._stored = 4 if self.channels == 3 else self.channels
         size = self.shape[:-1][::-1]  # width first
         kind = {1: spy.TextureType.texture_1d, 2: spy.TextureType.texture_2d, 3: spy.TextureType.texture_3d}[dims]
+        extent: dict[str, int] = {"width": size[0], "height": size[1] if dims > 1 else 1, "depth": size[2] if dims > 2 else 1}
+        if self.layered:   # the layer count is the outermost axis
+            kind = spy.TextureType.texture_1d_array if dims == 2 else spy.TextureType.texture_2d_array
+            extent = {"width": size[0], "height": size[1] if dims == 3 else 1, "depth": 1, "array_length": size[-1]}
         usage = (spy.TextureUsage.shader_resource | spy.TextureUsage.unordered_access
                  | spy.TextureUsage.copy_source | spy.TextureUsage.copy_destination)
         if self.channels == 3:   # stored as rgba: sampled only (an rgba8 storage image is tried, e.g. [format("rgba8")])
             usage = spy.TextureUsage.shader_resource | spy.TextureUsage.copy_source | spy.TextureUsage.copy_destination
         try:
-            self.sgl = backend.device.create_texture(
-                type=kind, format=self.format, width=size[0], height=size[1] if dims > 1 else 1,
-                depth=size[2] if dims > 2 else 1, usage=usage)
+            self.sgl = backend.device.create_texture(type=kind, format=self.format, usage=usage, **extent)
         except Exception:  # storage usage unsupported for this format: sampled only
             usage = spy.TextureUsage.shader_resource | spy.TextureUsage.copy_source | spy.TextureUsage.copy_destination
-            self.sgl = backend.device.create_texture(
-                type=kind, format=self.format, width=size[0], height=size[1] if dims > 1 else 1,
-                depth=size[2] if dims > 2 else 1, usage=usage)
+            self.sgl = backend.device.create_texture(type=kind, format=self.format, usage=usage, **extent)
         if data is not None:
             self.upload(data)
 
@@ -201,10 +202,20 @@ class VulkanTexture:
         if self._stored == 1:
             arr = arr[..., 0]
         arr = np.ascontiguousarray(arr)
+        if self.layered:
+            for i in range(arr.shape[0]):
+                self.sgl.copy_from_numpy(arr[i].copy(), layer=i)
+            return
         self.sgl.copy_from_numpy(arr if arr.flags.writeable else arr.copy())
 
+    def raw(self) -> np.ndarray:
+        """The texels as sgl reads them back (every layer of an array texture, stacked)."""
+        if self.layered:
+            return np.stack([np.asarray(self.sgl.to_numpy(layer=i)) for i in range(self.shape[0])])
+        return np.asarray(self.sgl.to_numpy())
+
     def numpy(self) -> np.ndarray:
-        raw = np.asarray(self.sgl.to_numpy())
+        raw = self.raw()
         raw = raw.reshape((*self.shape[:-1], -1))[..., : self.channels]
         return np.ascontiguousarray(raw.view(self.dtype) if raw.dtype != self.dtype and raw.dtype.itemsize == self.dtype.itemsize
                                     else raw.astype(self.dtype, copy=False))
@@ -833,9 +844,11 @@ class _Binder:
         if type(v).__name__ == "Texture" and hasattr(v, "to_numpy"):
             return v
         dims = _TEX_DIMS.get(t.shape or "")
-        if dims is None or t.shape in ("texture_cube",) or "array" in (t.shape or ""):
+        if dims is None or t.shape in ("texture_cube",):
             raise ParameterError(f"parameter `{name}` is {t.name}: the Vulkan backend binds numpy arrays to "
-                                 "Texture1D/2D/3D (and RW forms); pass an sgl Texture for other shapes")
+                                 "Texture1D/2D/3D and Texture1DArray/2DArray (and RW forms; arrays as (L, W, C) / "
+                                 "(L, H, W, C)); pass an sgl Texture for other shapes")
+        layered = (t.shape or "").endswith("_array")
         scalar, channels = _texel(t)
         if not isinstance(v, np.ndarray):
             try:
@@ -874,7 +887,7 @@ class _Binder:
         if dev_dtype.kind != data.dtype.kind and not unorm8:
             if data.dtype.kind == "f" and dev_dtype.kind in "iu":
                 raise _tex_mismatch(t, v, name, dims, channels)
-        tex = VulkanTexture(self.b, shape, dev_dtype, None, dims)
+        tex = VulkanTexture(self.b, shape, dev_dtype, None, dims, layered)
         if t.writable and v.nbytes >= _ZERO_CHECK_BYTES and not np.any(v):
             self.clears.append(("texf" if dev_dtype.kind == "f" else "texu", tex.sgl))
         else:
@@ -884,7 +897,7 @@ class _Binder:
             target = v
 
             def back() -> None:
-                raw = np.asarray(tex.sgl.to_numpy())
+                raw = tex.raw()
                 raw = raw.reshape((*shape[:-1], -1))
                 if raw.dtype != dev_dtype:
                     raw = raw.view(dev_dtype)
