@@ -189,6 +189,8 @@ def make_resource(backend: Backend, name: str, t: TypeInfo, kind: str, args: tup
                 f"`{name}` ({t.name}, [playground::{kind}]) is a texture, and the {backend.name} backend has no "
                 "textures: run this cell on Vulkan (`%slang_backend vulkan`, or Session(backend='vulkan'))")
         dt, ch = texel(t, (formats or {}).get(name))
+        if dt == np.uint8 and t.writable and backend.target == "cuda":
+            dt = texel(t)[0]   # CUDA surfaces hold the kernel's texel type (an rgba8 one refuses float4 writes)
         dims = 3 if kind == "BLACK_3D" else 2
         if kind == "URL":
             arr = _load_image(str(args[0]), base_dir, ch, dt)
