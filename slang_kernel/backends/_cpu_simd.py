@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import hashlib
 import os
 import re
 import subprocess
@@ -302,9 +303,11 @@ def runtime(cxx: str, version: str, cache: DiskCache) -> Path:
     """The accumulator library (built once per compiler into the cache); kernel libraries name it
     by absolute path (DT_NEEDED), so every dlopen of a vector kernel loads this one copy."""
     key = digest("cpu-simd-rt", version, RUNTIME_SOURCE, *RUNTIME_FLAGS)
-    path = _target(cache, key, ".so").resolve()
-    if not _complete(path):
+    path = _target(cache, key, ".so", "cpu-simd-rt").resolve()
+    known = cache.get("cpu-path", key)
+    if known is None or not _intact(path, known.decode()):
         _compile(cxx, RUNTIME_SOURCE, RUNTIME_FLAGS, path, cache)
+        cache.put("cpu-path", key, _sha(path).encode())
     return path
 
 
@@ -315,10 +318,10 @@ def build(cxx: str, cache: DiskCache, key: str, tr: Translation, flags: tuple[st
     path = _target(cache, key, ".so")
     known = cache.get("cpu-path", key)
     if known is not None:
-        desc = known.decode()
+        desc, _, sha = known.decode().partition("\n")
         if not desc.startswith("simd"):
             return None, desc
-        if _complete(path):
+        if _intact(path, sha):
             return path, desc
     try:
         report = _compile(cxx, tr.source, (*flags, "-fopt-info-vec-optimized-missed"), path, cache, (str(rt),))
@@ -331,13 +334,16 @@ def build(cxx: str, cache: DiskCache, key: str, tr: Translation, flags: tuple[st
         if not nbytes:
             with contextlib.suppress(OSError):
                 path.unlink()
-    cache.put("cpu-path", key, desc.encode())
-    return (path, desc) if desc.startswith("simd") else (None, desc)
+    if not desc.startswith("simd"):
+        cache.put("cpu-path", key, desc.encode())
+        return None, desc
+    cache.put("cpu-path", key, f"{desc}\n{_sha(path)}".encode())
+    return path, desc
 
 
-def _target(cache: DiskCache, key: str, suffix: str) -> Path:
+def _target(cache: DiskCache, key: str, suffix: str, kind: str = "cpu") -> Path:
     if cache.writable:
-        return cache.path("cpu", key, suffix)
+        return cache.path(kind, key, suffix)
     return cache.scratch_dir() / f"{key}{suffix}"
 
 
@@ -362,8 +368,13 @@ def _compile(cxx: str, source: str, flags: tuple[str, ...], path: Path, cache: D
                 os.unlink(p)
 
 
-def _complete(path: Path) -> bool:
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _intact(path: Path, sha: str) -> bool:
+    """The library is the one built (a truncated or overwritten cache file is rebuilt, never loaded)."""
     try:
-        return path.stat().st_size > 64
+        return _sha(path) == sha
     except OSError:
         return False
