@@ -25,6 +25,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -129,6 +130,7 @@ class JupyterServer:
         if app not in ("lab", "notebook"):
             raise ValueError(f"app must be 'lab' or 'notebook', not {app!r}")
         self.app, self.root = app, root
+        self._shutdowns: list[threading.Thread] = []
         settings = root / ".settings" / "@jupyterlab" / "apputils-extension"
         settings.mkdir(parents=True, exist_ok=True)
         (settings / "notification.jupyterlab-settings").write_text(
@@ -175,7 +177,8 @@ class JupyterServer:
 
     def shut_down_kernels(self, notebook: pathlib.Path) -> None:
         """End the sessions (and kernels) of `notebook`: a live view left running would use the CPU
-        the next tests need."""
+        the next tests need. The server waits seconds for a kernel to exit; the next test need not,
+        so each request is left to a thread (close() waits for them)."""
         if self.proc.poll() is not None:
             return
         rel = notebook.relative_to(self.root).as_posix()
@@ -183,9 +186,19 @@ class JupyterServer:
         assert isinstance(sessions, list)
         for s in sessions:
             if s.get("path") == rel:
-                self._api("DELETE", f"sessions/{s['id']}")
+                t = threading.Thread(target=self._delete, args=(f"sessions/{s['id']}",), daemon=True)
+                t.start()
+                self._shutdowns.append(t)
+
+    def _delete(self, path: str) -> None:
+        try:
+            self._api("DELETE", path)
+        except OSError as exc:  # the server going away meanwhile stops the kernel too
+            print(f"jupyter {self.app}: DELETE {path}: {exc}")
 
     def close(self) -> None:
+        for t in self._shutdowns:
+            t.join(timeout=15)
         try:
             os.killpg(self.proc.pid, signal.SIGTERM)  # the session started above: server + its kernels
             self.proc.wait(timeout=10)
