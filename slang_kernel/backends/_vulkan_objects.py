@@ -1,0 +1,200 @@
+"""Device-resident Vulkan objects (sgl buffers and textures with `.numpy()`/`.upload()`) and the
+texel formats numpy arrays map to; used by the Vulkan backend (_vulkan_device) and its binding of
+parameters (_vulkan_binding)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..compiler.reflection import TypeInfo
+from ._packing import ParameterError
+
+__all__ = ["DeviceHost", "VulkanBuffer", "VulkanTexture"]
+
+
+class DeviceHost(Protocol):
+    """What the objects need of the backend that makes them."""
+
+    spy: Any
+    device: Any
+    adapter: str
+
+    def _new_buffer(self, nbytes: int, data: np.ndarray | None, clear: bool = True, format: Any = None) -> Any: ...
+
+
+# -- formats --------------------------------------------------------------------------------------
+
+_TEX_DIMS = {"texture_1d": 1, "texture_2d": 2, "texture_3d": 3, "texture_cube": 2,
+             "texture_1d_array": 2, "texture_2d_array": 3}
+
+
+def _format_for(spy: Any, scalar: str, channels: int, normalized8: bool = False) -> Any:
+    ch = {1: "r", 2: "rg", 3: "rgba", 4: "rgba"}[channels]
+    if normalized8:
+        return getattr(spy.Format, f"{ch}8_unorm")
+    kind = {"float32": "32_float", "float16": "16_float", "uint32": "32_uint", "int32": "32_sint",
+            "uint16": "16_uint", "int16": "16_sint", "uint8": "8_uint", "int8": "8_sint"}.get(scalar)
+    if kind is None:
+        raise ParameterError(f"no texture format holds {scalar} texels")
+    return getattr(spy.Format, ch + kind)
+
+
+def _texel(t: TypeInfo) -> tuple[str, int]:
+    """(scalar, channels) of a texture's element type; float4 when reflection does not say."""
+    el = t.element
+    if el is not None and el.kind in ("scalar", "vector") and el.scalar:
+        return el.scalar, (el.count if el.kind == "vector" else 1) or 1
+    m = _TEXEL_NAME.search(el.name if el is not None else "")
+    if m is None:
+        return "float32", 4
+    return _TEXEL_SCALARS[m.group(1)], int(m.group(2) or 1)
+
+
+_TEXEL_NAME = re.compile(r"\b(float|half|double|int|uint|int16_t|uint16_t|int8_t|uint8_t|bool)([1-4])?\b")
+_TEXEL_SCALARS = {"float": "float32", "half": "float16", "double": "float64", "int": "int32", "uint": "uint32",
+                  "int16_t": "int16", "uint16_t": "uint16", "int8_t": "int8", "uint8_t": "uint8", "bool": "uint32"}
+
+
+_ZERO_CHECK_BYTES = 1 << 16   # RW arrays at least this big are checked for all-zeros (then cleared, not uploaded)
+
+_DTYPE_SCALAR = {np.dtype(np.float32): "float32", np.dtype(np.float16): "float16", np.dtype(np.uint32): "uint32",
+                 np.dtype(np.int32): "int32", np.dtype(np.uint16): "uint16", np.dtype(np.int16): "int16",
+                 np.dtype(np.uint8): "uint8", np.dtype(np.int8): "int8"}
+
+
+# -- device-resident objects ----------------------------------------------------------------------
+
+
+class VulkanBuffer:
+    """A buffer that lives on the device: pass it to kernels (no copy); `.numpy()` reads it back."""
+
+    def __init__(self, backend: DeviceHost, shape: tuple[int, ...], dtype: np.dtype, data: np.ndarray | None):
+        self.backend, self.shape, self.dtype = backend, shape, np.dtype(dtype)
+        self.nbytes = int(np.prod(shape, dtype=np.int64)) * self.dtype.itemsize
+        base, inner = (self.dtype.subdtype if self.dtype.subdtype is not None else (self.dtype, ()))
+        if not inner and len(shape) > 1:
+            inner = tuple(shape[1:])
+        self.format = _buffer_format(backend.spy, base, tuple(inner)) if self.dtype.names is None else None
+        self.sgl = backend._new_buffer(self.nbytes, data, format=self.format)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def numpy(self) -> np.ndarray:
+        raw = self.sgl.to_numpy()
+        data = np.frombuffer(raw.tobytes()[: self.nbytes], dtype=self.dtype)
+        out: np.ndarray = data.reshape(self.shape).copy()
+        return out
+
+    def upload(self, array: Any) -> None:
+        arr = np.ascontiguousarray(array, dtype=self.dtype)
+        if arr.size != self.size:
+            raise ValueError(f"upload: buffer holds {self.shape} of {self.dtype}; got shape {arr.shape}")
+        if arr.nbytes:
+            self.sgl.copy_from_numpy(arr.reshape(-1).view(np.uint8))
+
+    def __repr__(self) -> str:
+        return f"<VulkanBuffer {self.dtype} {self.shape} on {self.backend.adapter}>"
+
+
+class VulkanTexture:
+    """A texture that lives on the device ((H, W, C) for 2D, (D, H, W, C) for 3D, (W, C) for 1D)."""
+
+    def __init__(self, backend: DeviceHost, shape: tuple[int, ...], dtype: np.dtype, data: np.ndarray | None,
+                 dims: int = 2, layered: bool = False):
+        """layered: a Texture1DArray (dims 2, shape (L, W, C)) or Texture2DArray (dims 3, (L, H, W, C))."""
+        spy = backend.spy
+        self.backend, self.dims, self.dtype, self.layered = backend, dims, np.dtype(dtype), layered and dims > 1
+        if len(shape) == dims:
+            shape = (*shape, 1)
+        if len(shape) != dims + 1 or shape[-1] not in (1, 2, 3, 4):
+            raise ValueError(f"a {dims}D texture needs shape {'(D, H, W, C)' if dims == 3 else '(H, W, C)' if dims == 2 else '(W, C)'}"
+                             f" with C in 1..4; got {shape}")
+        self.shape = tuple(int(x) for x in shape)
+        scalar = _DTYPE_SCALAR.get(self.dtype)
+        if scalar is None:
+            raise ValueError(f"no texture format holds {self.dtype} texels")
+        self.channels = self.shape[-1]
+        self.format = _format_for(spy, scalar, self.channels, normalized8=self.dtype == np.uint8)
+        self._stored = 4 if self.channels == 3 else self.channels
+        size = self.shape[:-1][::-1]  # width first
+        kind = {1: spy.TextureType.texture_1d, 2: spy.TextureType.texture_2d, 3: spy.TextureType.texture_3d}[dims]
+        extent: dict[str, int] = {"width": size[0], "height": size[1] if dims > 1 else 1, "depth": size[2] if dims > 2 else 1}
+        if self.layered:   # the layer count is the outermost axis
+            kind = spy.TextureType.texture_1d_array if dims == 2 else spy.TextureType.texture_2d_array
+            extent = {"width": size[0], "height": size[1] if dims == 3 else 1, "depth": 1, "array_length": size[-1]}
+        usage = (spy.TextureUsage.shader_resource | spy.TextureUsage.unordered_access
+                 | spy.TextureUsage.copy_source | spy.TextureUsage.copy_destination)
+        if self.channels == 3:   # stored as rgba: sampled only (an rgba8 storage image is tried, e.g. [format("rgba8")])
+            usage = spy.TextureUsage.shader_resource | spy.TextureUsage.copy_source | spy.TextureUsage.copy_destination
+        try:
+            self.sgl = backend.device.create_texture(type=kind, format=self.format, usage=usage, **extent)
+        except Exception:  # storage usage unsupported for this format: sampled only
+            usage = spy.TextureUsage.shader_resource | spy.TextureUsage.copy_source | spy.TextureUsage.copy_destination
+            self.sgl = backend.device.create_texture(type=kind, format=self.format, usage=usage, **extent)
+        if data is not None:
+            self.upload(data)
+
+    def upload(self, array: Any) -> None:
+        arr = np.asarray(array)
+        if arr.ndim == self.dims:
+            arr = arr[..., None]
+        if arr.shape != self.shape:
+            raise ValueError(f"upload: texture is {self.shape}; got shape {arr.shape}")
+        arr = arr.astype(self.dtype, copy=False)
+        if self._stored != self.channels:
+            pad = np.zeros((*arr.shape[:-1], self._stored), self.dtype)
+            pad[..., : self.channels] = arr
+            if self.dtype == np.uint8:
+                pad[..., 3] = 255
+            elif self.dtype.kind == "f":
+                pad[..., 3] = 1
+            arr = pad
+        if self._stored == 1:
+            arr = arr[..., 0]
+        arr = np.ascontiguousarray(arr)
+        if self.layered:
+            for i in range(arr.shape[0]):
+                self.sgl.copy_from_numpy(arr[i].copy(), layer=i)
+            return
+        self.sgl.copy_from_numpy(arr if arr.flags.writeable else arr.copy())
+
+    def raw(self) -> np.ndarray:
+        """The texels as sgl reads them back (every layer of an array texture, stacked)."""
+        if self.layered:
+            return np.stack([np.asarray(self.sgl.to_numpy(layer=i)) for i in range(self.shape[0])])
+        return np.asarray(self.sgl.to_numpy())
+
+    def numpy(self) -> np.ndarray:
+        raw = self.raw()
+        raw = raw.reshape((*self.shape[:-1], -1))[..., : self.channels]
+        return np.ascontiguousarray(raw.view(self.dtype) if raw.dtype != self.dtype and raw.dtype.itemsize == self.dtype.itemsize
+                                    else raw.astype(self.dtype, copy=False))
+
+    def __repr__(self) -> str:
+        return f"<VulkanTexture {self.format.name} {self.shape} on {self.backend.adapter}>"
+
+
+_BUFFER_FORMATS = {"float32": "32_float", "float16": "16_float", "uint32": "32_uint", "int32": "32_sint",
+                   "uint16": "16_uint", "int16": "16_sint", "uint8": "8_uint", "int8": "8_sint"}
+
+
+def _buffer_format(spy: Any, base: np.dtype, shape: tuple[int, ...]) -> Any:
+    """The texel format of a typed buffer's elements (float4 -> rgba32_float), None if there is none."""
+    n = shape[0] if shape else 1
+    kind = _BUFFER_FORMATS.get(np.dtype(base).name)
+    if kind is None or len(shape) > 1 or not 1 <= n <= 4:
+        return None
+    return getattr(spy.Format, ("r", "rg", "rgb", "rgba")[n - 1] + kind, None)
+
+
+def _writable_bytes(arr: np.ndarray) -> np.ndarray:
+    """A C-contiguous, writable uint8 view (sgl's numpy arguments refuse read-only arrays)."""
+    arr = np.ascontiguousarray(arr)
+    if not arr.flags.writeable:
+        arr = arr.copy()
+    return arr.reshape(-1).view(np.uint8)
