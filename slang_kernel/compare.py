@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
 
 import numpy as np
 
@@ -19,9 +19,16 @@ from .compiler.diagnostics import SlangCompileError
 from .errors import BackendUnavailable
 
 if TYPE_CHECKING:
-    from .session import Session
+    from .kernels import ComputeKernel
 
-__all__ = ["BufferDiff", "Comparison", "compare", "ulp_difference"]
+
+class CompareHost(Protocol):
+    """What compare needs of a Session (kept a protocol so that compare never imports session)."""
+
+    def kernel(self, name: str) -> "ComputeKernel": ...
+    def replica(self, backend: str) -> "CompareHost": ...
+
+__all__ = ["BufferDiff", "CompareHost", "Comparison", "compare", "ulp_difference"]
 
 _FIRST = 8  # differing indices kept per buffer
 
@@ -78,7 +85,7 @@ class Comparison:
     def view(self, buffer: str, backend: str | None = None) -> Any:
         """A BufferView of backend's result with the elements that differ from the reference's
         highlighted (exact comparison); its table pages to them."""
-        from .widgets import BufferView
+        from .widgets.buffer_view import BufferView
 
         d = self.diff(buffer, backend)
         a, b = _field(self.outputs[d.reference], buffer), _field(self.outputs[d.backend], buffer)
@@ -168,7 +175,7 @@ def _diff(buffer: str, backend: str, reference: str, a: np.ndarray, b: np.ndarra
                        int(bad.size), first)]
 
 
-def _outputs(session: "Session", kernel: str, params: Mapping[str, Any]) -> list[str]:
+def _outputs(session: "CompareHost", kernel: str, params: Mapping[str, Any]) -> list[str]:
     """The parameters that are read-write resources given as numpy arrays (what a dispatch writes)."""
     names = []
     for p in session.kernel(kernel).params:
@@ -178,7 +185,7 @@ def _outputs(session: "Session", kernel: str, params: Mapping[str, Any]) -> list
     return names
 
 
-def _to_layout(s: "Session", kernel: str, values: dict[str, Any], outputs: Sequence[str]) -> None:
+def _to_layout(s: "CompareHost", kernel: str, values: dict[str, Any], outputs: Sequence[str]) -> None:
     """RW struct buffers in `s`'s target layout (offsets differ between targets), copied field by
     field: a backend writes its outputs into arrays of its own element dtype."""
     from numpy.lib import recfunctions
@@ -195,7 +202,7 @@ def _to_layout(s: "Session", kernel: str, values: dict[str, Any], outputs: Seque
             values[n] = out
 
 
-def compare(session: "Session", kernel: str, backends: Sequence[str] = ("cpu", "vulkan", "cuda"), *,
+def compare(session: "CompareHost", kernel: str, backends: Sequence[str] = ("cpu", "vulkan", "cuda"), *,
             threads: Any = None, groups: Any = None, **params: Any) -> Comparison:
     """Run `kernel` on each backend (each on its own copy of the numpy inputs) and compare outputs."""
     outputs = _outputs(session, kernel, params)
