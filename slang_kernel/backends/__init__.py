@@ -23,8 +23,10 @@ __all__ = ["CAPABILITIES", "Backend", "BackendConfig", "BackendUnavailable", "De
 
 # What a backend offers beyond dispatch, by name; each is a protocol below that the backend then
 # satisfies (`device_buffers(backend)` and friends check and narrow). Without "textures", texture
-# parameters are (H, W, C) numpy arrays; without "device_buffers", buffers are the arrays themselves.
-CAPABILITIES = frozenset({"kernel_paths", "device_buffers", "textures", "shared_arrays", "timing"})
+# parameters are (H, W, C) numpy arrays; without "device_buffers", buffers are the arrays themselves;
+# "type_conformances": a backend that builds from Slang source links `type_conformances=` itself.
+CAPABILITIES = frozenset({"kernel_paths", "device_buffers", "textures", "shared_arrays", "timing",
+                          "type_conformances"})
 
 
 class DeviceBuffers(Protocol):

@@ -84,7 +84,7 @@ class VulkanBackend:
     name = "vulkan"
     target = "spirv"
 
-    capabilities = frozenset({"device_buffers", "textures", "timing"})
+    capabilities = frozenset({"device_buffers", "textures", "timing", "type_conformances"})
 
     def __init__(self, config: BackendConfig | None = None) -> None:
         try:
@@ -197,7 +197,13 @@ class VulkanBackend:
                 modules.append(mod)
                 printf = printf or uses
             try:
-                program = self._slang.link_program(modules, [modules[-1].entry_point(kernel.entry)])
+                import slangpy as spy
+
+                conformances = [spy.TypeConformance(i, t, n) for i, t, n in
+                                (kernel.specialization.conformances if kernel.specialization else ())]
+                entry = modules[-1].entry_point(kernel.entry, conformances) if conformances \
+                    else modules[-1].entry_point(kernel.entry)
+                program = self._slang.link_program(modules, [entry])
                 sk = self.device.create_compute_kernel(program)
             except Exception as exc:
                 raise VulkanCompileError(f"slangpy could not build {kernel.entry} ({kernel.cell}) for Vulkan:\n{exc}") from None

@@ -77,7 +77,7 @@ class IsolatedVulkanBackend:
 
     name = "vulkan"
     target = "spirv"
-    capabilities = frozenset({"device_buffers", "textures", "shared_arrays", "timing"})
+    capabilities = frozenset({"device_buffers", "textures", "shared_arrays", "timing", "type_conformances"})
 
     def __init__(self, config: BackendConfig | None = None) -> None:
         self.config = config = config or BackendConfig()
