@@ -36,6 +36,9 @@ void pb_kernel(uint3 t: SV_DispatchThreadID)
 
 
 def test_matrix_buffers_and_blocks_of_matrices(session: sk.Session) -> None:
+    if session.backend.target == "cuda":
+        pytest.skip("Slang 2026.12's CUDA target crashes (SIGSEGV, reported as SlangCompilerCrash) compiling a "
+                    "global ConstantBuffer<float4x4>; reproduced without a GPU by compile_entry(target='cuda')")
     session.run_cell("""
 ConstantBuffer<float4x4> cbm;
 [shader("compute")][numthreads(4, 1, 1)]
