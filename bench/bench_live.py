@@ -161,7 +161,8 @@ def _root(page, i: int):
 def frame_times(n: int) -> None:
     """--frames: the live Vulkan frame without the browser, 512x512 float4 texture -> rgba8, medians
     of n frames interleaved round-robin (the 2-core machine is shared: interleaving spreads its noise
-    over every variant alike). worker: dispatch + frame() (one copy, by the worker, into shared
+    over every variant alike). worker_rgba8: dispatch + frame(rgba8=True) (live()'s path: the worker
+    converts into 1 MB of shared memory); worker: dispatch + frame() (one copy, by the worker, into shared
     memory); worker_two_copies: dispatch + numpy() (worker -> staging -> a new array: the frame path
     before frame()); in_process: Session(isolate=False). Also the read alone and the dispatch alone,
     and what the worker itself spent on the dispatch (the rest of the worker's dispatch is the boundary)."""
@@ -177,6 +178,7 @@ def frame_times(n: int) -> None:
         texes[name] = s.backend.texture((512, 512, 4), np.float32)   # type: ignore[attr-defined]
         kernels[name] = s.kernel("shade")
     variants = {
+        "worker_rgba8": ("worker", lambda t: t.frame(rgba8=True)),   # what live() does: converted in the worker
         "worker": ("worker", lambda t: t.frame()),
         "worker_two_copies": ("worker", lambda t: t.numpy()),
         "in_process": ("in_process", lambda t: t.numpy()),
@@ -203,7 +205,7 @@ def frame_times(n: int) -> None:
                 r["read"].append((t4 - t3) * 1e3)
                 if sname == "worker":
                     r["worker_us"].append(worker_us)
-                    if v == "worker":
+                    if v.startswith("worker") and v != "worker_two_copies":
                         r["worker_read_us"].append(read_us)
     out = {v: {k: round(statistics.median(x), 3) for k, x in r.items() if x} for v, r in rows.items()}
     for v, r in out.items():

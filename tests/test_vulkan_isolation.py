@@ -293,6 +293,10 @@ def test_frame_is_a_view_the_next_frame_overwrites(vk: sk.Session) -> None:
     vk.kernel("iso_paint")(threads=(32, 16), img=tex, g=0.75)
     assert tex.frame() is f and f[3, 5].tolist() == [5, 3, 0.75, 1]   # the same memory, the new frame
     assert kept[3, 5].tolist() == [5, 3, 0.25, 1]                      # numpy() is a copy that lasts
+    tex.upload(np.random.default_rng(1).uniform(-0.5, 1.5, (16, 32, 4)).astype(np.float32))
+    np.testing.assert_array_equal(tex.frame(rgba8=True), to_rgba8(tex.numpy()))   # converted in the worker
+    three = backend.texture(np.random.default_rng(2).uniform(0, 1, (8, 8, 3)).astype(np.float32))
+    np.testing.assert_array_equal(three.frame(rgba8=True), to_rgba8(three.numpy()))
     # a live view of a device texture streams from frame()
     view = live(vk.kernel("iso_paint"), image="img", controls={"g": Slider(0, 1, 0.5)}, values={"img": tex})
     expected = np.zeros((16, 32, 4), np.float32)

@@ -14,7 +14,8 @@ in the worker), wherever it is nested.
   run {key, groups, values, arrays}       -> {"ok", "text": printf output, "us"} | error
       + "timed": True                     -> + "timing": [bind_upload_ms, run_ms, readback_ms, device_timestamps, how]
   new {id, kind, source, dtype, dims}     -> {"shape", "dtype", "format"} | error
-  read {id, slot}                         -> {"ok", "us"} | error  (.numpy() into the slot)
+  read {id, slot, rgba8?}                 -> {"ok", "us"} | error  (.numpy() into the slot; rgba8: a float
+                                             (H, W, C) texture as (H, W, 4) uint8, as playground.to_rgba8)
   write {id, slot}                        -> {"ok"} | error  (.upload() from the slot)
   lose                                    -> {"ok"}          the device counts as lost (lose_device)
   exit, or the end of the socket          -> the worker exits (without tearing the device down)
