@@ -587,3 +587,16 @@ def test_pixel_click_of_a_kernel_image_debugs_that_thread(cpu_session) -> None:
     reply = sent.msgs[-1][0]
     assert reply["error"] is None and "thread (2, 3, 0)" in reply["text"] and "r=1.500000" in reply["text"]
     assert float(view.last_pixel.values["r"]) == 1.5   # gain 3 (the slider's value) * 2 / 4
+
+
+def test_live_kernel_makes_its_texture_with_the_texel_channels(cpu_session) -> None:
+    """Without values={"image": ...}, live() makes the texture: an RWTexture2D<float4> gets 4
+    channels (reflection names the texel type only as text), so red stays red, not grey."""
+    s = cpu_session
+    s.run_cell("""
+[shader("compute")][numthreads(4, 4, 1)]
+void paint_texture(uint3 t: SV_DispatchThreadID, uniform RWTexture2D<float4> image, uniform float gain)
+{ image[t.xy] = float4(gain, 0, 0, 1); }""", name="own_texture")
+    view = W.live(s.kernel("paint_texture"), image="image", controls={"gain": W.Slider(0, 1, 1.0)}, size=(4, 4),
+                  display_size=(4, 4))
+    assert view.image.shape[:2] == (4, 4) and tuple(view.image[0, 0]) == (255, 0, 0, 255)

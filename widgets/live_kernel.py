@@ -27,6 +27,7 @@ from ..compiler.diagnostics import SlangCompileError
 from ..compiler.reflection import ParamInfo, TypeInfo
 from ..kernels import ComputeKernel, groups_for
 from ..playground import dispatch, last_good_message, to_rgba8
+from ..playground_resources import texel
 from .controls import Control
 from .image_view import LiveImage
 
@@ -157,12 +158,12 @@ def live(kernel: ComputeKernel, image: str = "outputTexture", controls: Mapping[
         if not pt.is_texture:
             raise TypeError(f"{image} is {pt.name}: pass its array in values= (or name a texture parameter)")
         w, h = size or (512, 512)
-        el = pt.element
-        own = (h, w, (el.count if el is not None and el.kind == "vector" else 1) or 1)
+        texel_dtype, channels = texel(pt)   # reflection names a texture's texel type only as text
+        own = (h, w, channels)
 
     def texture(backend: Backend) -> Any:
         assert own is not None
-        arr = np.zeros(own, np.float32)
+        arr = np.zeros(own, texel_dtype)
         made_on[:] = [backend]
         return textures(backend).texture(arr) if "textures" in backend.capabilities else arr
 

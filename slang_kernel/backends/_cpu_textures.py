@@ -107,9 +107,10 @@ class CpuTexture:
             return np.clip(np.rint(self.store * 255.0), 0, 255).astype(np.uint8)
         return self.store.astype(self.dtype, copy=True)
 
-    def frame(self) -> np.ndarray:
+    def frame(self, rgba8: bool = False) -> np.ndarray:
         """The texels without a copy (a read-only view, valid until the next dispatch writes them):
-        for a live view's frames; `.numpy()` gives a copy to keep."""
+        for a live view's frames; `.numpy()` gives a copy to keep. Same call as the Vulkan handles';
+        rgba8 changes nothing here (the texels are in this process: the caller converts them)."""
         if self.dtype == np.uint8:
             return self.numpy()
         view: np.ndarray = self.store.view()
