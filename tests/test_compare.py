@@ -3,6 +3,8 @@ absolute), backends that cannot run listed with the reason; Session.replica foll
 
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 import pytest
 
@@ -55,10 +57,12 @@ def test_compare_flags_a_planted_difference(session: sk.Session) -> None:
                             x=x, n=1000)
     assert again.diff("o").count == d.count and again.diff("o").first == d.first  # stable, run after run
     html = c._repr_html_()
-    assert html.count("class='sk-differs'") == 1 and "cmp_plant" in html and "nosuch" in html
+    differing = sum(d.differs for d in c.diffs)   # 1 here (vulkan), 2 where cuda runs too
+    assert html.count("class='sk-differs'") == differing >= 1 and "cmp_plant" in html and "nosuch" in html
     assert "DIFFERS" in str(c)
-    view = c.view("o")
-    assert type(view).__name__ == "BufferView"
+    if importlib.util.find_spec("anywidget") is not None:   # the engine runs without widgets (the GPU machine)
+        view = c.view("o")
+        assert type(view).__name__ == "BufferView"
 
     agree = session.compare("cmp_agree", ("cpu", "vulkan"), threads=1000, o=o, x=x, n=1000)
     assert not agree.differs and agree.diff("o").count == 0
