@@ -97,10 +97,21 @@ def cpu_textures(cache_dir: str):
     s.close()
 
 
-@pytest.fixture(params=["cpu", pytest.param("vulkan", marks=pytest.mark.vulkan)])
+@pytest.fixture(scope="module")
+def cu(cache_dir: str):
+    try:
+        s = sk.Session(backend="cuda", cache_dir=cache_dir)
+    except sk.BackendUnavailable as exc:
+        pytest.skip(f"no CUDA here: {exc}")
+    yield s
+    s.close()
+
+
+@pytest.fixture(params=["cpu", pytest.param("vulkan", marks=pytest.mark.vulkan),
+                        pytest.param("cuda", marks=pytest.mark.cuda)])
 def pg(request: pytest.FixtureRequest) -> sk.Session:
-    """The Playground cells that must draw alike on CPU and Vulkan run on both."""
-    return request.getfixturevalue("cpu_textures" if request.param == "cpu" else "vk")
+    """The Playground cells that must draw alike on every backend run on each."""
+    return request.getfixturevalue({"cpu": "cpu_textures", "vulkan": "vk", "cuda": "cu"}[request.param])
 
 
 @pytest.mark.vulkan
@@ -596,5 +607,9 @@ void fmts(uint3 t: SV_DispatchThreadID)
     p = PlaygroundProgram(vk, "formats").frame()
     two, b, cube = p.read("twoChannels"), p.read("bytes"), p.read("cube")
     assert two.shape == (4, 8, 2) and two[3, 5].tolist() == [5, 3]
-    assert b.shape == (4, 8, 4) and b.dtype == np.uint8 and b[2, 7].tolist() == [255, 128, 0, 255]
+    # CUDA surfaces store texels as written (no UNORM conversion), so rgba8 is kept as floats there
+    assert b.shape == (4, 8, 4) and b.dtype == (np.float32 if vk.backend.target == "cuda" else np.uint8)
+    as_bytes = np.rint(b * 255) if b.dtype == np.float32 else b
+    # 0.5 -> 127.5: lavapipe rounds to 128, NVIDIA's Vulkan to 127 (both within Vulkan's UNORM rules)
+    assert as_bytes[2, 7, [0, 2, 3]].tolist() == [255, 0, 255] and as_bytes[2, 7, 1] in (127, 128)
     assert cube.shape == (2, 4, 4, 1) and cube[1, 3, 2, 0] == 32 and cube[0].max() == 0
