@@ -1,0 +1,152 @@
+"""The one compile path: every compiler request is built by `request`/`_build` (search path, session,
+cell and backend options, defines, the module chain), run by `call` or, cached, by `compile`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, Sequence
+
+from ._session_state import _SessionState
+from .cache import digest
+from .cells import Cell, identifiers, import_prefix, resolve_imports
+from .compiled import CompiledKernel, CompileRequest, ModuleSource, define_lines
+from .compiler.diagnostics import Diagnostic, SlangCompileError, parse_diagnostics
+
+# Our own Slang modules (playground, printing, rendering: `import playground;` as in the Slang
+# Playground) are found on this search path; their text is part of every cache key.
+MODULE_DIR = Path(__file__).with_name("slang")
+_SEARCH = ("-I", str(MODULE_DIR))
+
+
+class _Requests(_SessionState):
+    """The request builder and the compile cache of a Session."""
+
+    # -- the one compile path -----------------------------------------------------------------------
+
+    def request(
+        self, op: str, *, cell: str | None = None, source: str | None = None, upto: str | None = None,
+        append: str = "", module: str | None = None, what: str | None = None, entries: Sequence[str] = (),
+        target: str | None = None, options: Sequence[str] = (), reflect: bool = True,
+    ) -> CompileRequest:
+        """Build a compiler request ("compile" or "disassemble"; cells are checked by run_cell).
+
+        cell: a cell's current revision (its text, imports, defines, options), with `append`ed
+        generated text if given; or source: generated text that uses the cells up to `upto` (all by
+        default), imported by the names it mentions. options: extra compiler options (e.g. "-g").
+        """
+        if (cell is None) == (source is None):
+            raise TypeError("request(): give exactly one of cell= or source=")
+        target = target or self.backend.target
+        if cell is not None:
+            c = self._cells[cell]
+            imports = [self._cells[n] for n in c.imports]
+            text = c.source + append
+            macros = c.defines if not append else self._macros(identifiers(text), c.own_defines)
+            own_options: tuple[str, ...] = (*c.options, *options)
+            mod = module or (c.module if not append else f"{c.module}_{digest(append)[:8]}")
+            label = what or c.shown
+            digests: tuple[tuple[str, str], ...] = ((c.name, c.digest),)
+        else:
+            assert source is not None
+            names = list(self._cells)
+            upto_cells = [self._cells[n] for n in names[: names.index(upto) + 1]] if upto else list(self._cells.values())
+            idents = identifiers(source)
+            imports = resolve_imports(idents, upto_cells)
+            text, macros, own_options = source, self._macros(idents, ()), tuple(options)
+            mod = module or "sk_gen_" + digest(source)[:12]
+            label = what or mod
+            digests = ()
+        req = self._build(op, label, mod, text, imports, macros, own_options, target=target, entries=entries,
+                          reflect=reflect)
+        return dataclasses.replace(req, digests=(*req.digests, *digests))
+
+    def _build(self, op: str, what: str, module: str, text: str, imports: Sequence[Cell],
+               macros: tuple[tuple[str, str], ...], own_options: tuple[str, ...], *, target: str = "",
+               entries: Sequence[str] = (), reflect: bool = True) -> CompileRequest:
+        """The one constructor of compiler requests: search path, session and cell options, the
+        backend's options for the target, defines, and the module chain (as blobs and as sources)."""
+        deps = self.closure(imports)
+        prefix = import_prefix([c.module for c in imports])
+        options = (*_SEARCH, *self.options, *own_options)
+        target_options = tuple(self.backend.compile_options(target)) if op == "compile" else ()
+        chain: list[ModuleSource] = []
+        if op == "compile":  # module names by content: a module is reloaded when it or an import changed
+            hashed: dict[str, str] = {}
+            for c in deps:
+                m = _module_source(c.module, c.defines, [hashed[n] for n in c.imports if n in hashed], c.source, c.name)
+                hashed[c.name] = m.name
+                chain.append(m)
+            chain.append(_module_source(module, macros, [hashed[c.name] for c in imports], text, what))
+        return CompileRequest(
+            op=op, what=what, module=module, source=prefix + text, line_offset=prefix.count("\n"),
+            deps=tuple((d.module, d.name, d.digest) for d in deps), options=options,
+            target_options=target_options, defines=macros, fingerprint=self.fingerprint, target=target if op == "compile" else "",
+            entries=tuple(entries), reflect=reflect, blobs={d.digest: d.blob for d in deps},
+            digests=tuple((d.name, d.digest) for d in deps), chain=tuple(chain),
+            # a check depends on what its imports declare, not on their bodies (see cells.interface_text)
+            dep_keys=tuple(d.interface for d in deps) if op == "check" else ())
+
+    def call(self, req: CompileRequest) -> dict[str, Any]:
+        """Run a request as it is (not cached): the compiler's reply, ok or not (e.g. IR dumps)."""
+        return dict(self._compiler.call(req.op, **req.message()))
+
+    def compile(self, req: CompileRequest) -> dict[str, CompiledKernel]:
+        """Compile a "compile" request: a CompiledKernel per entry point (with no entries, the whole
+        module under ""). Cached in memory and on disk by the request's content."""
+        names = list(req.entries) or [""]
+        key = req.key
+        if all(f"{key}/{e}" in self._compiled for e in names):
+            return {e: self._compiled[f"{key}/{e}"] for e in names}
+        reply = self.cache.get_object("kernels", key)
+        if reply is None:
+            reply = self.call(req)
+            if reply["ok"]:
+                self.cache.put_object("kernels", key, reply)
+        diags = parse_diagnostics(reply["diagnostics"], {req.what: req.line_offset})
+        if not reply["ok"]:
+            raise self._compile_error(req, diags)
+        used: dict[str, frozenset[str] | None] = {e: None for e in names}
+        if req.target not in ("cpp", "cuda") and req.entries and reply["reflection"].globals:
+            cpp = req.retarget("cpp", tuple(self.backend.compile_options("cpp")))
+            try:  # which globals each kernel touches, read off its C++ (cached; binary targets hide it)
+                used = {e: k.used_globals for e, k in self.compile(cpp).items()}
+            except SlangCompileError:
+                pass  # e.g. barriers, which C++ lacks: then every global is required
+        if len(self._compiled) > 512:  # old revisions are only ever needed again through the disk cache
+            for old in list(self._compiled)[:256]:
+                del self._compiled[old]
+        out = {}
+        for e in names:
+            ck = CompiledKernel(f"{key}/{e}", e, req.target, reply["code"][e], reply["reflection"], req.what,
+                                tuple(diags), req.module, req.source, tuple(n for _, n, _ in req.deps), used[e],
+                                req.chain, req.digests)
+            self._compiled[ck.key] = ck
+            out[e] = ck
+        return out
+
+    def _compile_error(self, req: CompileRequest, diags: list[Diagnostic]) -> SlangCompileError:
+        sources = self._sources()
+        sources[req.what] = req.source.split("\n", req.line_offset)[-1] if req.line_offset else req.source
+        hint = ""
+        if req.target == "cpp" and any(d.code == "E36107" for d in diags):
+            hint = (" Slang's CPU target has no group barriers, atomics or wave operations (the notes "
+                    "below name the construct): run this kernel with backend='vulkan' or 'cuda'.")
+        deps = [self._cells[n] for _, n, _ in req.deps if n in self._cells]
+        clash = [(e, d.shown) for e in req.entries for d in deps if e in d.names]
+        if clash and any(d.code == "E38000" for d in diags):
+            e, other = clash[0]
+            hint = (f" {other} also defines `{e}`, and this cell uses other names of {other}, so Slang sees "
+                    f"both `{e}` as overloads and cannot pick the entry point: rename one of them.")
+        return SlangCompileError(f"{', '.join(req.entries) or req.what} did not compile for target {req.target}.{hint}",
+                                 diags, sources)
+
+
+def _module_source(module: str, defines: tuple[tuple[str, str], ...], imports: Sequence[str], text: str,
+                   what: str) -> ModuleSource:
+    """A module as source for compilers that take source: its defines, its imports by their content
+    names (sgl cannot reload a name with new source), then the text."""
+    source = define_lines(defines) + "".join(f"import {m}; " for m in imports) + "\n" + text
+    h = digest(source)
+    return ModuleSource(f"{module}_{h[:16]}", source, f"{what}@{h[:8]}", what)
