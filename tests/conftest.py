@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from typing import Any, Iterator
 
 import pytest
@@ -14,6 +15,15 @@ import slang_kernel as sk
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--backends", default=os.environ.get("SLANG_KERNEL_TEST_BACKENDS", "cpu,vulkan,cuda"),
                      help="comma-separated backends for the conformance suite")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _sigint_raises_keyboard_interrupt() -> None:
+    """A run started in the background by a non-interactive shell (`.ci/run &`) inherits SIGINT
+    ignored, and Python then keeps it so; the interrupt tests need Python's own handler, which a
+    Jupyter kernel has (and child processes then start with the default again)."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
