@@ -7,6 +7,7 @@ the worker lives and say they are lost after it died.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import subprocess
@@ -401,15 +402,18 @@ def _splat_on_cpu(t: float, rows: int) -> tuple[np.ndarray, np.ndarray]:
     return img[:rows], counts[: rows // 16 * 32]
 
 
-def test_splatting_shader_runs_right_or_costs_its_cell_and_exits_clean(tmp_path: Path) -> None:
-    """Bitonic sort in groupshared memory, atomics, outputTexture: as the Playground runs it, in the
-    worker, in a process that then exits as a notebook's kernel does (no close(): the interpreter's
-    exit tears down; it must not crash). Either it renders what the same file renders on the CPU
-    backend (SPLAT_SERIAL) or it costs its cell a KernelCrash; the next kernel gives the right answer."""
+@pytest.mark.parametrize("backend", ["vulkan", pytest.param("cuda", marks=pytest.mark.cuda)])
+def test_splatting_shader_runs_right_or_costs_its_cell_and_exits_clean(tmp_path: Path, backend: str) -> None:
+    """Bitonic sort in groupshared memory, atomics, outputTexture: as the Playground runs it (on Vulkan
+    in the worker), in a process that then exits as a notebook's kernel does (no close(): the
+    interpreter's exit tears down; it must not crash). Either it renders what the same file renders on
+    the CPU backend (SPLAT_SERIAL) or it costs its cell a KernelCrash; the next kernel gives the right answer."""
+    if backend == "cuda" and importlib.util.find_spec("cupy") is None:
+        pytest.skip("the cuda backend needs CuPy (the H200 machine)")
     out = tmp_path / "splat.npz"
     code = ("import numpy as np, slang_kernel as sk\n"
             "from slang_kernel.playground import PlaygroundProgram\n"
-            "s = sk.Session(backend='vulkan')\n"
+            f"s = sk.Session(backend={backend!r})\n"
             f"s.run_cell({SPLAT!r}, name='splat2d')\n"
             "p = PlaygroundProgram(s, 'splat2d')\n"
             "try:\n    p.frame(time=1000.0)\n"
