@@ -6,8 +6,12 @@ accesses without a call) and a lane entry `sk_simd_<entry>` is appended: per gro
 loop over the group's threads that calls the (inlined) thread function. g++ then vectorises it with
 libmvec for sin/cos/exp/log/pow, or not; its own report (-fopt-info-vec) says which, and only a
 vectorised build is used (otherwise the backend builds the scalar path). Semantics are the scalar
-path's: the same robust out-of-range rule and counts (the reported index is one of the out-of-range
-ones, not necessarily the first). ivdep asserts that lanes of a group do not depend on each other
+path's: the same robust out-of-range rule and exact counts. The lane loop only counts; which access it
+was (index, size, buffer) is found after the loop nest by a probe: the first row of the slice that
+counted is re-run through a second, scalar copy of the kernel's code whose accessors record the first
+out-of-range access and write no buffer (the reported access is the first of that row; if the row's
+indices depended on what the row itself wrote, the probe may find none: the count stays exact and
+only the buffer is named). ivdep asserts that lanes of a group do not depend on each other
 through memory, which holds for kernels without groupshared memory, barriers, atomics or file-scope
 mutable state (the ones here; others keep the scalar path).
 """
@@ -32,10 +36,13 @@ LANE_FILE = "sk_simd_lanes"   # the #line file name of the appended lane entry (
 
 RUNTIME_SOURCE = """// The vector path's out-of-range accumulator, one per thread (see cpu_simd.h).
 #include <stdint.h>
-struct SkSimdAcc { uint64_t count, index, size, data; };
+struct SkSimdAcc { uint64_t count, data, found, index, size, found_data; };
 __attribute__((visibility("default"))) __thread SkSimdAcc sk_simd_acc
-    __attribute__((tls_model("initial-exec"))) = {0, 0, 0, 0};
+    __attribute__((tls_model("initial-exec"))) = {0, 0, 0, 0, 0, 0};
 """
+# The kernel's code is in namespace LANE_NS, its probe copy in PROBE_NS (both, so that argument-dependent
+# lookup of a function does not find the other copy's).
+LANE_NS, PROBE_NS = "sk_lane", "sk_probe"
 # -fno-semantic-interposition: the lane entry may inline the (exported) thread function; the peeling
 # limits: [unroll] loops (a 32-step chain) are unrolled completely, leaving no inner loop in the lane loop.
 VECTOR_FLAGS = ("-fno-semantic-interposition", "--param", "max-completely-peeled-insns=4000",
@@ -108,8 +115,11 @@ def translate(code: str, body: str, entry: str, numthreads: tuple[int, int, int]
     if not re.search(rf"\bvoid {re.escape(thread_fn)}\(", body):
         return Translation(blocked=f"Slang emitted no per-thread function {thread_fn}")
     prelude_len = len(code) - len(body)
-    head = _LOAD.sub("T Load(size_t index) const { return sk_simd_load(data, count, index); }", code[:prelude_len])
+    head = _LOAD.sub("T Load(size_t index) const { return sk_simd_load<false>(data, count, index); }\n"
+                     "    T SkProbeLoad(size_t index) const { return sk_simd_load<true>(data, count, index); }",
+                     code[:prelude_len])
     user = rewrite_accesses(rewrite_element_pointers(body))
+    probe = probe_copy(user)
     nx, ny, nz = (max(1, int(n)) for n in numthreads)
     ep = max(16, -(-params_size // 16) * 16)
     gp = max(16, -(-globals_size // 16) * 16)
@@ -123,7 +133,8 @@ def translate(code: str, body: str, entry: str, numthreads: tuple[int, int, int]
         # local copies: the buffer pointers are not reloaded after every store (no aliasing with them)
         f"    alignas(16) unsigned char sk_epl[{ep}]; memcpy(sk_epl, sk_ep, {params_size});",
         f"    alignas(16) unsigned char sk_gpl[{gp}]; memcpy(sk_gpl, sk_gp, {globals_size});",
-        "    sk_simd_acc.count = 0;",
+        "    sk_simd_acc.count = 0; sk_simd_acc.found = 0;",
+        "    bool sk_bad = false; uint32_t sk_bx = 0, sk_by = 0, sk_bz = 0, sk_bly = 0, sk_blz = 0;",
         "    for (uint32_t z = sk_r.startGroupID.z; z < sk_r.endGroupID.z; ++z)",
         "    for (uint32_t y = sk_r.startGroupID.y; y < sk_r.endGroupID.y; ++y)",
         "    for (uint32_t x = sk_r.startGroupID.x; x < sk_r.endGroupID.x; ++x) {",
@@ -131,21 +142,71 @@ def translate(code: str, body: str, entry: str, numthreads: tuple[int, int, int]
         # lanes along x only: buffer indices stay affine in the lane (contiguous vector loads/stores)
         f"        for (uint32_t sk_z = 0; sk_z < {nz}u; ++sk_z)",
         f"        for (uint32_t sk_y = 0; sk_y < {ny}u; ++sk_y) {{",
+        "        const uint64_t sk_before = sk_simd_acc.count;",
         "#pragma GCC ivdep",
         "#pragma GCC unroll 1",   # a short lane loop must stay a loop (for the vectoriser), not be peeled
         f"        for (uint32_t sk_l = 0; sk_l < {nx}u; ++sk_l) {{",
         "            ComputeThreadVaryingInput sk_t;",
         "            sk_t.groupID = Vector<uint32_t, 3>(x, y, z);",
         "            sk_t.groupThreadID = Vector<uint32_t, 3>(sk_l, sk_y, sk_z);",
-        f"            {thread_fn}(&sk_t, sk_epl, sk_gpl);",
+        f"            {LANE_NS}::{thread_fn}(&sk_t, sk_epl, sk_gpl);",
+        "        }",
+        # the first row of the slice with out-of-range accesses (locals only: no call in the loop nest)
+        "        if (__builtin_expect(sk_simd_acc.count != sk_before, 0) && !sk_bad) {",
+        "            sk_bad = true; sk_bx = x; sk_by = y; sk_bz = z; sk_bly = sk_y; sk_blz = sk_z;",
         "        }",
         "        }",
         "    }",
+        # find one of them (index, size, buffer) with the probe
+        "    if (sk_bad) sk_simd_probe_row(sk_bx, sk_by, sk_bz, sk_bly, sk_blz, sk_epl, sk_gpl);",
         "    sk_simd_fold();",
         "}",
     ]
-    lane_line = next(i for i, ln in enumerate(lines) if "sk_l < " in ln)  # #line 1 is lines[1]
-    return Translation(head + user + "\n" + "\n".join(lines) + "\n", PREFIX + entry, lane_line)
+    lane_line = next(i for i, ln in enumerate(lines) if "sk_l < " in ln)  # #line 1 is lines[0]
+    probe_row = "\n".join([
+        '#line 1 "sk_simd_probe"',
+        # cold and not inlined: the lane loop stays as it was; runs only for a row that counted some
+        "static __attribute__((noinline, cold)) void sk_simd_probe_row(uint32_t x, uint32_t y, uint32_t z,",
+        "    uint32_t sk_y, uint32_t sk_z, void* sk_ep, void* sk_gp)",
+        "{",
+        "    const uint64_t sk_count = sk_simd_acc.count, sk_data = sk_simd_acc.data;",
+        f"    for (uint32_t sk_p = 0; sk_p < {nx}u && !sk_simd_acc.found; ++sk_p) {{",
+        "        ComputeThreadVaryingInput sk_t;",
+        "        sk_t.groupID = Vector<uint32_t, 3>(x, y, z);",
+        "        sk_t.groupThreadID = Vector<uint32_t, 3>(sk_p, sk_y, sk_z);",
+        f"        {PROBE_NS}::{thread_fn}(&sk_t, sk_ep, sk_gp);",
+        "    }",
+        "    sk_simd_acc.count = sk_count; sk_simd_acc.data = sk_data;",
+        "}",
+    ])
+    source = "\n".join([head + f"namespace {LANE_NS} {{", user, "}", probe, probe_row, *lines, ""])
+    return Translation(source, PREFIX + entry, lane_line)
+
+
+_BUFFER_DECL = re.compile(r"\b(?:RW)?(?:Structured)?Buffer<[^;{}()]*>\s+(\w+)\s*[;=]")
+
+
+def probe_copy(user: str) -> str:
+    """The kernel's rewritten code once more, in namespace PROBE_NS with the probe's accessors (they
+    record the first out-of-range access and write no buffer) and nothing exported: the lane loop
+    counts only, and a row that counted is re-run through this copy to name the access."""
+    text = re.sub(r"\bsk_ld\(", "sk_probe_ld(", user)
+    text = re.sub(r"\bsk_st\(", "sk_probe_st(", text)
+    # `.Load(` of the buffers whose Load the head rewrote (by the names declared with those types;
+    # a texture's Load stays); one missed here is counted by the lane loop's accessor, which
+    # sk_simd_probe_row undoes
+    names = set(_BUFFER_DECL.findall(user))
+    if names:
+        text = re.sub(rf"\b({'|'.join(map(re.escape, sorted(names)))})\.Load\(", r"\1.SkProbeLoad(", text)
+    return "\n".join([
+        '#pragma push_macro("SLANG_PRELUDE_EXPORT")',
+        "#undef SLANG_PRELUDE_EXPORT",
+        "#define SLANG_PRELUDE_EXPORT",
+        f"namespace {PROBE_NS} {{",
+        text,
+        "}",
+        '#pragma pop_macro("SLANG_PRELUDE_EXPORT")',
+    ])
 
 
 def rewrite_accesses(text: str) -> str:
