@@ -183,7 +183,7 @@ def translate(code: str, body: str, entry: str, numthreads: tuple[int, int, int]
     return Translation(source, PREFIX + entry, lane_line)
 
 
-_BUFFER_DECL = re.compile(r"\b(?:RW)?(?:Structured)?Buffer<[^;{}()]*>\s+(\w+)\s*[;=]")
+_BUFFER_DECL = re.compile(r"\b(?:RW)?(?:Structured)?Buffer<[^;{}()]*>\s+(\w+)\s*[;=,)]")
 
 
 def probe_copy(user: str) -> str:
