@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..compiler.reflection import ParamInfo, TypeInfo
-from ._packing import ParameterError
+from ._packing import ParameterError, texel
 
 __all__ = ["CudaSampler", "CudaTexture", "TextureBinder", "dispatch_sampler", "sampler_from", "sampler_paths",
            "texel", "unsupported_texture_use"]
@@ -42,20 +42,6 @@ _DTYPES = (np.float32, np.float16, np.uint8, np.int8, np.uint16, np.int16, np.ui
 # texture shape (reflection) -> (dimensions of one layer, layered)
 _SHAPES = {"texture_1d": (1, False), "texture_2d": (2, False), "texture_3d": (3, False),
            "texture_2d_array": (2, True)}
-_TEXEL_NAME = re.compile(r"\b(float|half|int|uint|int16_t|uint16_t|int8_t|uint8_t)([1-4])?\b")
-_TEXEL_SCALARS = {"float": "float32", "half": "float16", "int": "int32", "uint": "uint32", "int16_t": "int16",
-                  "uint16_t": "uint16", "int8_t": "int8", "uint8_t": "uint8"}
-
-
-def texel(t: TypeInfo) -> tuple[str, int]:
-    """(scalar, channels) of a texture's element type (float4 when reflection does not say)."""
-    el = t.element
-    if el is not None and el.kind in ("scalar", "vector") and el.scalar:
-        return el.scalar, (el.count if el.kind == "vector" else 1) or 1
-    m = _TEXEL_NAME.search(el.name if el is not None else "")
-    if m is None:
-        return "float32", 4
-    return _TEXEL_SCALARS[m.group(1)], int(m.group(2) or 1)
 
 
 def _layout(ndims: int) -> str:

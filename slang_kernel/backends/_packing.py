@@ -19,6 +19,7 @@ from ..errors import ParameterError
 
 __all__ = [
     "ParameterError",
+    "texel",
     "Packer",
     "StructPlan",
     "fast_encoder",
@@ -122,6 +123,16 @@ def typed_element(t: TypeInfo) -> tuple[np.dtype, tuple[int, ...]]:
     n = int(m.group(2) or 1)
     return _SCALAR_DTYPES[_TYPED_SCALARS[m.group(1)]], ((n,) if n > 1 else ())
 
+
+
+def texel(t: TypeInfo) -> tuple[str, int]:
+    """(numpy scalar name, channels) of a texture's texel type, as `typed_element` reads it;
+    float4 when reflection names none (the texture backends size their resources from this)."""
+    try:
+        base, shape = typed_element(t)
+    except ParameterError:
+        return "float32", 4
+    return base.name, (shape[0] if shape else 1)
 
 def _dtype_text(dt: np.dtype) -> str:
     """A dtype as the user would write it (structured dtypes with their fields, offsets and size)."""

@@ -10,9 +10,9 @@ import numpy as np
 
 from ..compiler.reflection import TypeInfo
 from ._packing import (ParameterError, _as_mapping, _describe, buffer_array, copy_fields, element_dtype, numpy_dtype,
-                       struct_array, typed_element)
+                       struct_array, texel, typed_element)
 from ._vulkan_objects import (_TEX_DIMS, _ZERO_CHECK_BYTES, DeviceHost, VulkanBuffer, VulkanTexture, _buffer_format,
-                              _texel, _writable_bytes)
+                              _writable_bytes)
 
 __all__ = ["BindingHost", "_Binder"]
 
@@ -199,7 +199,7 @@ class _Binder:
                                  "Texture1D/2D/3D and Texture1DArray/2DArray (and RW forms; arrays as (L, W, C) / "
                                  "(L, H, W, C)); pass an sgl Texture for other shapes")
         layered = (t.shape or "").endswith("_array")
-        scalar, channels = _texel(t)
+        scalar, channels = texel(t)
         if not isinstance(v, np.ndarray):
             try:
                 v2 = np.asarray(v, dtype=np.float32 if scalar.startswith("float") else None)

@@ -4,12 +4,10 @@ parameters (_vulkan_binding)."""
 
 from __future__ import annotations
 
-import re
 from typing import Any, Protocol
 
 import numpy as np
 
-from ..compiler.reflection import TypeInfo
 from ._packing import ParameterError
 
 __all__ = ["DeviceHost", "VulkanBuffer", "VulkanTexture"]
@@ -40,22 +38,6 @@ def _format_for(spy: Any, scalar: str, channels: int, normalized8: bool = False)
     if kind is None:
         raise ParameterError(f"no texture format holds {scalar} texels")
     return getattr(spy.Format, ch + kind)
-
-
-def _texel(t: TypeInfo) -> tuple[str, int]:
-    """(scalar, channels) of a texture's element type; float4 when reflection does not say."""
-    el = t.element
-    if el is not None and el.kind in ("scalar", "vector") and el.scalar:
-        return el.scalar, (el.count if el.kind == "vector" else 1) or 1
-    m = _TEXEL_NAME.search(el.name if el is not None else "")
-    if m is None:
-        return "float32", 4
-    return _TEXEL_SCALARS[m.group(1)], int(m.group(2) or 1)
-
-
-_TEXEL_NAME = re.compile(r"\b(float|half|double|int|uint|int16_t|uint16_t|int8_t|uint8_t|bool)([1-4])?\b")
-_TEXEL_SCALARS = {"float": "float32", "half": "float16", "double": "float64", "int": "int32", "uint": "uint32",
-                  "int16_t": "int16", "uint16_t": "uint16", "int8_t": "int8", "uint8_t": "uint8", "bool": "uint32"}
 
 
 _ZERO_CHECK_BYTES = 1 << 16   # RW arrays at least this big are checked for all-zeros (then cleared, not uploaded)
