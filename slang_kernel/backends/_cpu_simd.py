@@ -305,24 +305,10 @@ def _scope_end(text: str, start: int) -> int:
     return len(text)
 
 
-_PAIRS = {"(": ")", "[": "]", "{": "}"}
-
-
-def _close(text: str, start: int) -> int:
-    """The index of the bracket closing the one at `start` (-1 if unbalanced)."""
-    depth = 0
-    for k in range(start, len(text)):
-        c = text[k]
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-            if depth == 0:
-                return k
-    return -1
-
-
-def _statement_end(text: str, start: int) -> int:
+def _scan(text: str, start: int, statement: bool) -> int:
+    """A bracket-counting walk from `start`: the index of the bracket closing the one at `start`, or
+    (statement) of the `;` that ends the statement starting there; -1 when unbalanced or a bracket
+    closes around the statement first."""
     depth = 0
     for k in range(start, len(text)):
         c = text[k]
@@ -332,9 +318,19 @@ def _statement_end(text: str, start: int) -> int:
             depth -= 1
             if depth < 0:
                 return -1
-        elif c == ";" and depth == 0:
+            if depth == 0 and not statement:
+                return k
+        elif c == ";" and depth == 0 and statement:
             return k
     return -1
+
+
+def _close(text: str, start: int) -> int:
+    return _scan(text, start, statement=False)
+
+
+def _statement_end(text: str, start: int) -> int:
+    return _scan(text, start, statement=True)
 
 
 _VECTORISED = re.compile(rf"^{LANE_FILE}:(\d+):\d+: optimized: loop vectorized using (\d+) byte vectors", re.M)
