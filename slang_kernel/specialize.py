@@ -398,14 +398,17 @@ def explain(kernel: str, spec: Specialization, diags: Sequence[Diagnostic], type
         if m and m.group(0).startswith("expected"):  # an interface-typed parameter given another type
             m = m if m.group(2) in given else None
             if m:
-                return (f"{m.group(2)!r} does not conform to {m.group(1)!r}, the type of that parameter of "
-                        f"{kernel}: make it conform (`struct {m.group(2)} : {m.group(1)} {{...}}`, or an "
-                        f"`extension`) or pick another type. (specializing {kernel}: {spec})")
+                return _not_conforming(m.group(2), m.group(1), f"the type of that parameter of {kernel}", kernel, spec)
             continue
         if m:
-            return (f"{m.group(1)!r} does not conform to {m.group(2)!r}, which {kernel} requires: make it conform "
-                    f"(`struct {m.group(1)} : {m.group(2)} {{...}}`, or an `extension`) or pick another type. (specializing {kernel}: {spec})")
+            return _not_conforming(m.group(1), m.group(2), f"which {kernel} requires", kernel, spec)
         if re.search(r"conform", d.message):
             return (f"a type given to {kernel} does not conform to the interface it is used for: {d.message} "
                     f"(specializing {kernel}: {spec})")
     return None
+
+
+def _not_conforming(typ: str, iface: str, role: str, kernel: str, spec: object) -> str:
+    """The hint for a type that does not conform: an `extension` works for any type, built-in ones too."""
+    return (f"{typ!r} does not conform to {iface!r}, {role}: make it conform (`extension {typ} : {iface} {{...}}`, "
+            f"or declare it `struct {typ} : {iface}`) or pick another type. (specializing {kernel}: {spec})")
