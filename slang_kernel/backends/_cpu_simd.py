@@ -29,6 +29,7 @@ import tempfile
 from pathlib import Path
 
 from ..cache import DiskCache, digest
+from . import _cpu_simd_loops
 
 SIMD_HEADER = Path(__file__).with_name("cpu_simd.h")
 PREFIX = "sk_simd_"
@@ -84,6 +85,8 @@ class Translation:
     entry: str = ""        # the lane entry's exported name
     lane_line: int = 0     # its lane loop's line in LANE_FILE (for g++'s report)
     blocked: str = ""      # non-empty: keep the scalar path, this is why
+    gang_lines: tuple[int, ...] = ()   # masked: the row function's lane loops (_cpu_simd_loops.GANG_FILE)
+    loops: int = 0                     # masked: how many loops run with a live mask
 
 
 _SYNC = re.compile(r"\bGroupMemoryBarrier|\bInterlocked\w+|\batomic\w*\(")
@@ -96,9 +99,11 @@ _LOAD = re.compile(r"(?:const )?T& Load\(size_t index\) const\s*\{\s*SLANG_BOUND
 
 
 def translate(code: str, body: str, entry: str, numthreads: tuple[int, int, int], params_size: int,
-              globals_size: int, source: str = "") -> Translation:
+              globals_size: int, source: str = "", masked: bool = False) -> Translation:
     """The vector build of Slang's C++ `code` (`body`: its user part after the prelude; `source`: the
-    Slang text of the kernel's cells, for what the C++ no longer shows, like groupshared)."""
+    Slang text of the kernel's cells, for what the C++ no longer shows, like groupshared). `masked`:
+    the row's threads run the body's top-level loops together with a live mask (_cpu_simd_loops),
+    for kernels whose plain lane loop g++ does not vectorise."""
     m = _SYNC.search(body)
     if m:
         return Translation(blocked="barriers" if "Barrier" in m.group(0) else "atomics")
@@ -121,12 +126,28 @@ def translate(code: str, body: str, entry: str, numthreads: tuple[int, int, int]
     user = rewrite_accesses(rewrite_element_pointers(body))
     probe = probe_copy(user)
     nx, ny, nz = (max(1, int(n)) for n in numthreads)
+    rows = _cpu_simd_loops.Gang()
+    if masked:
+        rows = _cpu_simd_loops.gang(user, thread_fn.removesuffix("_Thread"), nx)
+        if rows.blocked:
+            return Translation(blocked=rows.blocked)
+    lane_loop = [
+        "#pragma GCC ivdep",
+        "#pragma GCC unroll 1",   # a short lane loop must stay a loop (for the vectoriser), not be peeled
+        f"        for (uint32_t sk_l = 0; sk_l < {nx}u; ++sk_l) {{",
+        "            ComputeThreadVaryingInput sk_t;",
+        "            sk_t.groupID = Vector<uint32_t, 3>(x, y, z);",
+        "            sk_t.groupThreadID = Vector<uint32_t, 3>(sk_l, sk_y, sk_z);",
+        f"            {LANE_NS}::{thread_fn}(&sk_t, sk_epl, sk_gpl);",
+        "        }",
+    ] if not masked else [f"        {LANE_NS}::{rows.name}(x, y, z, sk_y, sk_z, sk_epl, sk_gpl);"]
+    attribute = f", {_cpu_simd_loops.ENTRY_ATTRIBUTE}" if masked else ""
     ep = max(16, -(-params_size // 16) * 16)
     gp = max(16, -(-globals_size // 16) * 16)
     lines = [
         f'#line 1 "{LANE_FILE}"',
         "#define SK_NO_WRAP(g, per) if ((g) > 0xffffffffu / (per) - 1u) __builtin_unreachable()",
-        f'extern "C" SLANG_PRELUDE_EXPORT __attribute__((flatten)) void {PREFIX}{entry}(',
+        f'extern "C" SLANG_PRELUDE_EXPORT __attribute__((flatten{attribute})) void {PREFIX}{entry}(',
         "    ComputeVaryingInput* sk_vi, void* sk_ep, void* sk_gp)",
         "{",
         "    const ComputeVaryingInput sk_r = *sk_vi;",
@@ -143,14 +164,7 @@ def translate(code: str, body: str, entry: str, numthreads: tuple[int, int, int]
         f"        for (uint32_t sk_z = 0; sk_z < {nz}u; ++sk_z)",
         f"        for (uint32_t sk_y = 0; sk_y < {ny}u; ++sk_y) {{",
         "        const uint64_t sk_before = sk_simd_acc.count;",
-        "#pragma GCC ivdep",
-        "#pragma GCC unroll 1",   # a short lane loop must stay a loop (for the vectoriser), not be peeled
-        f"        for (uint32_t sk_l = 0; sk_l < {nx}u; ++sk_l) {{",
-        "            ComputeThreadVaryingInput sk_t;",
-        "            sk_t.groupID = Vector<uint32_t, 3>(x, y, z);",
-        "            sk_t.groupThreadID = Vector<uint32_t, 3>(sk_l, sk_y, sk_z);",
-        f"            {LANE_NS}::{thread_fn}(&sk_t, sk_epl, sk_gpl);",
-        "        }",
+        *lane_loop,
         # the first row of the slice with out-of-range accesses (locals only: no call in the loop nest)
         "        if (__builtin_expect(sk_simd_acc.count != sk_before, 0) && !sk_bad) {",
         "            sk_bad = true; sk_bx = x; sk_by = y; sk_bz = z; sk_bly = sk_y; sk_blz = sk_z;",
@@ -162,7 +176,7 @@ def translate(code: str, body: str, entry: str, numthreads: tuple[int, int, int]
         "    sk_simd_fold();",
         "}",
     ]
-    lane_line = next(i for i, ln in enumerate(lines) if "sk_l < " in ln)  # #line 1 is lines[0]
+    lane_line = next((i for i, ln in enumerate(lines) if "sk_l < " in ln), 0)  # #line 1 is lines[0]
     probe_row = "\n".join([
         '#line 1 "sk_simd_probe"',
         # cold and not inlined: the lane loop stays as it was; runs only for a row that counted some
@@ -179,8 +193,8 @@ def translate(code: str, body: str, entry: str, numthreads: tuple[int, int, int]
         "    sk_simd_acc.count = sk_count; sk_simd_acc.data = sk_data;",
         "}",
     ])
-    source = "\n".join([head + f"namespace {LANE_NS} {{", user, "}", probe, probe_row, *lines, ""])
-    return Translation(source, PREFIX + entry, lane_line)
+    source = "\n".join([head + f"namespace {LANE_NS} {{", user, rows.code, "}", probe, probe_row, *lines, ""])
+    return Translation(source, PREFIX + entry, lane_line, gang_lines=rows.loop_lines, loops=rows.loops)
 
 
 _BUFFER_DECL = re.compile(r"\b(?:RW)?(?:Structured)?Buffer<[^;{}()]*>\s+(\w+)\s*[;=,)]")
@@ -333,25 +347,46 @@ def _statement_end(text: str, start: int) -> int:
     return _scan(text, start, statement=True)
 
 
-_VECTORISED = re.compile(rf"^{LANE_FILE}:(\d+):\d+: optimized: loop vectorized using (\d+) byte vectors", re.M)
-_MISSED = re.compile(rf"^{LANE_FILE}:(\d+):\d+: missed: (.*)$", re.M)
+@functools.lru_cache(maxsize=4)
+def _report_patterns(file: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    f = re.escape(file)
+    return (re.compile(rf"^{f}:(\d+):\d+: optimized: loop vectorized using (\d+) byte vectors", re.M),
+            re.compile(rf"^{f}:(\d+):\d+: missed: (.*)$", re.M))
 
 
-def lanes_of(report: str, lane_line: int) -> tuple[int, str]:
-    """From g++'s -fopt-info-vec report: (bytes per vector of the lane loop, 0 if not vectorised; why not)."""
-    for m in _VECTORISED.finditer(report):
+def vector_bytes(report: str, tr: Translation) -> tuple[int, str]:
+    """(bytes per vector, why not) for the lane loop of `tr`, or for every lane loop of its row
+    function when its loops run masked (all must be vectorised)."""
+    if not tr.gang_lines:
+        return lanes_of(report, tr.lane_line)
+    nbytes = 0
+    for line in tr.gang_lines:
+        n, why = lanes_of(report, line, _cpu_simd_loops.GANG_FILE)
+        if not n:
+            return 0, why
+        nbytes = max(nbytes, n)
+    return nbytes, ""
+
+
+def lanes_of(report: str, lane_line: int, file: str = LANE_FILE) -> tuple[int, str]:
+    """From g++'s -fopt-info-vec report: (bytes per vector of the lane loop at `file`:`lane_line`, 0 if
+    not vectorised; why not)."""
+    vectorised, missed = _report_patterns(file)
+    for m in vectorised.finditer(report):
         if int(m.group(1)) == lane_line:
             return int(m.group(2)), ""
-    why = [m.group(2).strip() for m in _MISSED.finditer(report) if int(m.group(1)) == lane_line]
+    why = [m.group(2).strip() for m in missed.finditer(report) if int(m.group(1)) == lane_line]
     useful = [w for w in why if "couldn't vectorize loop" not in w]
     reason = (useful or why or ["g++ did not say"])[0]
     return 0, reason.removeprefix("not vectorized: ").rstrip(".")
 
 
-def describe_vector(nbytes: int) -> str:
-    """"simd (avx2, 8 lanes)": the ISA the build chose and 32-bit lanes per vector."""
+def describe_vector(nbytes: int, loops: int = 0) -> str:
+    """"simd (avx2, 8 lanes)": the ISA the build chose and 32-bit lanes per vector (", 1 loop masked"
+    where the row's threads run a loop together with a live mask)."""
     name = {64: "avx512", 32: "avx2", 16: "sse"}.get(nbytes, isa().name)
-    return f"simd ({name}, {nbytes // 4} lanes)"
+    masked = f", {loops} loop{'s' if loops > 1 else ''} masked" if loops else ""
+    return f"simd ({name}, {nbytes // 4} lanes){masked}"
 
 
 # -- building -------------------------------------------------------------------------------------
@@ -386,8 +421,9 @@ def build(cxx: str, cache: DiskCache, key: str, tr: Translation, flags: tuple[st
         first = next((ln for ln in str(exc).splitlines() if "error" in ln), str(exc)[:200])
         desc = f"scalar: the vector build did not compile ({first.strip()[:160]})"
     else:
-        nbytes, why = lanes_of(report, tr.lane_line)
-        desc = describe_vector(nbytes) if nbytes else f"scalar: g++ did not vectorise the lane loop ({why})"
+        nbytes, why = vector_bytes(report, tr)
+        loop = "the masked loops" if tr.gang_lines else "the lane loop"
+        desc = describe_vector(nbytes, tr.loops) if nbytes else f"scalar: g++ did not vectorise {loop} ({why})"
         if not nbytes:
             with contextlib.suppress(OSError):
                 path.unlink()
