@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs on the lent H200 machine (see ../shared/GPU.md): GPU tests and benchmarks in one go, logs in $OUT.
-# Carry .gpu (slangpy cp312 wheel contents + Vulkan loader debs). Usage: bash bench/gpu_run.sh [tests|textures|bench|paired|dask|all]
+# Carry .gpu (slangpy cp312 wheel contents + Vulkan loader debs). Usage: bash bench/gpu_run.sh [tests|textures|debugging|cpu|bench|paired|dask|all]
 # textures: the texture/half/ParameterBlock conformance cases and test_cuda.py (issue 15), with where cuda_fp16.h is.
 # debugging: the thread debugger, cross-backend compare and profile tests on cuda, vulkan and cpu (issue 17).
+# cpu: the CPU vector path on this machine's cores (issue 16): bench_cpu_simd.py and the CPU vector-path tests.
 # paired: bench_dispatch.py and bench_engine.py from an older tree (.gpu/old_main.tgz, `git archive REV | gzip`)
 # and from this one, one after the other on the same machine.
 set -uo pipefail
@@ -31,6 +32,12 @@ fi
 if [ "$what" = debugging ]; then
   python3 -m pytest -p no:cacheprovider -ra -q -s tests/test_thread_debug.py tests/test_compare.py tests/test_profile.py \
     --backends cuda,vulkan,cpu 2>&1 | tee "$OUT/debugging_gpu.log"
+fi
+if [ "$what" = cpu ]; then
+  lscpu | grep -E "Model name|^CPU\(s\)|Thread|MHz|Flags" | cut -c1-200 | tee "$OUT/cpu.txt"
+  python3 bench/bench_cpu_simd.py --repeat 7 2>&1 | tee "$OUT/bench_cpu_simd.log"
+  python3 -m pytest -p no:cacheprovider -ra -q tests/test_cpu_simd.py tests/test_cpu_simd_loops.py \
+    tests/test_conformance.py tests/test_conformance_params.py -k "cpu or simd" 2>&1 | tee "$OUT/cpu_tests.log" | tail -8
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
   python3 bench/bench_cuda.py 2>&1 | tee "$OUT/bench_cuda.log"
