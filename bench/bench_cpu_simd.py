@@ -1,6 +1,6 @@
 """CPU backend vs numpy and numba on the three cases of issue 16, 1 thread and all threads.
 
-    .venv/bin/python bench/bench_cpu_simd.py [--repeat N]
+    .venv/bin/python bench/bench_cpu_simd.py [--repeat N]     (numba: pip install -e '.[bench]')
 
 Cases (the same arithmetic on every side):
   arith  o = sqrt(v*v+1)*exp(-v)+sin(v) on 2^22 floats            (8 ops/element, a call counted as 1)
@@ -244,7 +244,7 @@ def main() -> None:
 
         numba_why = ""
     except ImportError as exc:
-        numba, numba_why = None, f"numba not installed ({exc}); pip install numba to compare"
+        numba, numba_why = None, f"numba not installed ({exc}); pip install -e '.[bench]' to compare"
         print(f"# numba skipped: {numba_why}")
 
     rng = np.random.default_rng(0)
