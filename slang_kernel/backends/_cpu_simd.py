@@ -5,7 +5,9 @@ rewritten (buffer reads and writes become masked accessors from cpu_simd.h that 
 accesses without a call) and a lane entry `sk_simd_<entry>` is appended: per group, a `#pragma GCC ivdep`
 loop over the group's threads that calls the (inlined) thread function. g++ then vectorises it with
 libmvec for sin/cos/exp/log/pow, or not; its own report (-fopt-info-vec) says which, and only a
-vectorised build is used (otherwise the backend builds the scalar path). Semantics are the scalar
+vectorised build is used. Where it is not, a second build runs the body's top-level loops with a
+live mask (translate(masked=True), _cpu_simd_loops); where that is not vectorised either, the
+backend builds the scalar path. Semantics are the scalar
 path's: the same robust out-of-range rule and exact counts. The lane loop only counts; which access it
 was (index, size, buffer) is found after the loop nest by a probe: the first row of the slice that
 counted is re-run through a second, scalar copy of the kernel's code whose accessors record the first
