@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 import slang_kernel as sk
 
 rng = np.random.default_rng()
+MANDEL = (Path(__file__).parent / "data" / "mandel.slang").read_text()
 
 
 def f32(*shape: int) -> np.ndarray:
@@ -221,16 +224,7 @@ void grad_energy(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float>
 
 
 def test_compute_bound_loop(session: sk.Session) -> None:
-    session.run_cell("""
-[shader("compute")][numthreads(16, 16, 1)]
-void mandel(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<uint> it, uniform uint w, uniform uint h)
-{
-    if (t.x >= w || t.y >= h) return;
-    float2 c = float2(-2.0 + 2.5 * t.x / w, -1.25 + 2.5 * t.y / h), z = 0;
-    uint i = 0;
-    while (i < 64 && dot(z, z) < 4.0) { z = float2(z.x * z.x - z.y * z.y, 2 * z.x * z.y) + c; i++; }
-    it[t.y * w + t.x] = i;
-}""", name="t_mandel")
+    session.run_cell(MANDEL, name="t_mandel")
     w, h = 64, 48
     it = np.zeros((h, w), np.uint32)
     session.kernel("mandel")(threads=(w, h), it=it, w=w, h=h)

@@ -7,6 +7,7 @@ the scalar path with both reasons.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Iterator
 
 import numpy as np
@@ -21,6 +22,15 @@ void collatz(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<uint> o)
 {
     uint i = 0, v = t.x + 1;
     while (v != 1 && i < 500) { v = (v & 1) != 0 ? 3 * v + 1 : v / 2; i++; }
+    o[t.x] = i;
+}
+
+[shader("compute")][numthreads(64, 1, 1)]
+void unrolled(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<uint> o)
+{
+    uint v = t.x, i = 0;
+    [unroll] for (int k = 0; k < 4; k++) v = v * 3 + 1;   // peeled by g++: stays in a straight phase
+    while (v > 1 && i < 300) { v = (v & 1) != 0 ? 3 * v + 1 : v / 2; i++; }
     o[t.x] = i;
 }
 
@@ -43,15 +53,6 @@ void spill(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<uint> o)
     o[t.x + 3] = k;                      // past the end for the last three threads
 }
 
-[shader("compute")][numthreads(16, 16, 1)]
-void mandel(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<uint> it, uniform uint w, uniform uint h)
-{
-    if (t.x >= w || t.y >= h) return;
-    float2 c = float2(-2.0 + 2.5 * t.x / w, -1.25 + 2.5 * t.y / h), z = 0;
-    uint i = 0;
-    while (i < 64 && dot(z, z) < 4.0) { z = float2(z.x * z.x - z.y * z.y, 2 * z.x * z.y) + c; i++; }
-    it[t.y * w + t.x] = i;
-}
 
 [shader("compute")][numthreads(64, 1, 1)]
 void jumps(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<uint> o, uniform uint n)
@@ -68,6 +69,7 @@ void jumps(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<uint> o, uni
     o[t.x] = s;
 }
 """
+CELL += (Path(__file__).parent / "data" / "mandel.slang").read_text()   # test_conformance's Mandelbrot
 MASKED = "simd ("
 
 
@@ -96,6 +98,22 @@ def test_collatz_runs_masked_and_exact(s: sk.Session) -> None:
             v, i = (3 * v + 1 if v & 1 else v // 2), i + 1
         return i
     assert o.tolist() == [steps(v + 1) for v in range(200)]
+
+
+def test_an_unrolled_loop_before_the_masked_one(s: sk.Session) -> None:
+    k = s.kernel("unrolled")
+    assert masked(k.path), k.path
+    o = np.zeros(64, np.uint32)
+    k(threads=64, o=o)
+    ref = []
+    for t in range(64):
+        v, i = t, 0
+        for _ in range(4):
+            v = (v * 3 + 1) & 0xFFFFFFFF
+        while v > 1 and i < 300:
+            v, i = ((3 * v + 1) & 0xFFFFFFFF if v & 1 else v // 2), i + 1
+        ref.append(i)
+    assert o.tolist() == ref
 
 
 def test_a_loop_inside_the_tail_guard(s: sk.Session) -> None:

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from ..cache import DiskCache, digest
 from . import _cpu_simd_loops
+from ._cpp_text import close as _close, scope_end as _scope_end, statement_end as _statement_end
 
 SIMD_HEADER = Path(__file__).with_name("cpu_simd.h")
 PREFIX = "sk_simd_"
@@ -87,8 +88,7 @@ class Translation:
     entry: str = ""        # the lane entry's exported name
     lane_line: int = 0     # its lane loop's line in LANE_FILE (for g++'s report)
     blocked: str = ""      # non-empty: keep the scalar path, this is why
-    gang_lines: tuple[int, ...] = ()   # masked: the row function's lane loops (_cpu_simd_loops.GANG_FILE)
-    loops: int = 0                     # masked: how many loops run with a live mask
+    gang_lines: tuple[int, ...] = ()   # masked: its masked loops' lane loops (_cpu_simd_loops.GANG_FILE)
 
 
 _SYNC = re.compile(r"\bGroupMemoryBarrier|\bInterlocked\w+|\batomic\w*\(")
@@ -196,7 +196,7 @@ def translate(code: str, body: str, entry: str, numthreads: tuple[int, int, int]
         "}",
     ])
     source = "\n".join([head + f"namespace {LANE_NS} {{", user, rows.code, "}", probe, probe_row, *lines, ""])
-    return Translation(source, PREFIX + entry, lane_line, gang_lines=rows.loop_lines, loops=rows.loops)
+    return Translation(source, PREFIX + entry, lane_line, gang_lines=rows.loop_lines)
 
 
 _BUFFER_DECL = re.compile(r"\b(?:RW)?(?:Structured)?Buffer<[^;{}()]*>\s+(\w+)\s*[;=,)]")
@@ -307,48 +307,6 @@ def rewrite_element_pointers(text: str) -> str:
         pos = m.start() + 1
 
 
-def _scope_end(text: str, start: int) -> int:
-    """Where the block containing `start` closes (its closing brace), or the end of the text."""
-    depth = 0
-    for k in range(start, len(text)):
-        c = text[k]
-        if c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-            if depth < 0:
-                return k
-    return len(text)
-
-
-def _scan(text: str, start: int, statement: bool) -> int:
-    """A bracket-counting walk from `start`: the index of the bracket closing the one at `start`, or
-    (statement) of the `;` that ends the statement starting there; -1 when unbalanced or a bracket
-    closes around the statement first."""
-    depth = 0
-    for k in range(start, len(text)):
-        c = text[k]
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-            if depth < 0:
-                return -1
-            if depth == 0 and not statement:
-                return k
-        elif c == ";" and depth == 0 and statement:
-            return k
-    return -1
-
-
-def _close(text: str, start: int) -> int:
-    return _scan(text, start, statement=False)
-
-
-def _statement_end(text: str, start: int) -> int:
-    return _scan(text, start, statement=True)
-
-
 @functools.lru_cache(maxsize=4)
 def _report_patterns(file: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
     f = re.escape(file)
@@ -425,7 +383,7 @@ def build(cxx: str, cache: DiskCache, key: str, tr: Translation, flags: tuple[st
     else:
         nbytes, why = vector_bytes(report, tr)
         loop = "the masked loops" if tr.gang_lines else "the lane loop"
-        desc = describe_vector(nbytes, tr.loops) if nbytes else f"scalar: g++ did not vectorise {loop} ({why})"
+        desc = describe_vector(nbytes, len(tr.gang_lines)) if nbytes else f"scalar: g++ did not vectorise {loop} ({why})"
         if not nbytes:
             with contextlib.suppress(OSError):
                 path.unlink()

@@ -23,6 +23,8 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from ._cpp_text import close, statement_end
+
 GANG_FILE = "sk_simd_gang"   # the #line file name of the phase lane loops (for g++'s report)
 ENTRY_ATTRIBUTE = 'optimize("no-tree-pre")'   # for the lane entry the row function is inlined into
 
@@ -38,8 +40,12 @@ class Gang:
     code: str = ""                      # `sk_gang_<entry>(x, y, z, sk_y, sk_z, ep, gp)`, for the lane namespace
     name: str = ""
     loop_lines: tuple[int, ...] = ()    # GANG_FILE lines of its masked loops' lane loops (all must vectorise)
-    loops: int = 0                      # how many loops run masked
     blocked: str = ""
+
+    @property
+    def loops(self) -> int:
+        """How many loops run masked (one lane loop each)."""
+        return len(self.loop_lines)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,7 +101,8 @@ def gang(user: str, entry: str, nx: int) -> Gang:
 def _gang(user: str, entry: str, nx: int) -> Gang:
     params, body = _body_function(user, entry)
     # the cell's #line directives would number these lines in GANG_FILE (a #line without a file
-    # keeps the current one); g++'s messages for the vector build are not shown, so they go
+    # keeps the current one); g++'s messages for the vector build are not shown, so they go (the
+    # statement walk below then meets no directive between an `if (...)` and its block)
     body = re.sub(r"(?m)^[ \t]*#line\b.*$", "", body)
     stmts = _flatten(_statements(body))
     carried = _carried(stmts)
@@ -108,8 +115,7 @@ def _gang(user: str, entry: str, nx: int) -> Gang:
             raise Unsupported(f"a loop Slang did not emit as for(;;) (`{st.splitlines()[0][:50]}`)")
         else:
             phases[-1][1].append(st)
-    loops = sum(1 for kind, _ in phases if kind == "loop")
-    if not loops:
+    if not any(kind == "loop" for kind, _ in phases):
         raise Unsupported("no loop at the top level of the thread's body")
     name = f"sk_gang_{entry}"
     out = [f"static inline __attribute__((always_inline)) void {name}(uint32_t sk_gx, uint32_t sk_gy, "
@@ -136,9 +142,9 @@ def _gang(user: str, entry: str, nx: int) -> Gang:
     out.append("    }")
     bind = [f"        void* {p} = {v};" for p, v in zip(params, ("&sk_ts[sk_l]", "sk_ep", "sk_gp"))]
     for kind, code in phases:
-        text = "\n".join(code)
-        if kind == "straight" and not re.search(r"[^\s]", re.sub(r"(?m)^\s*#.*$", "", text)):
+        if not code:
             continue
+        text = "\n".join(code)
         used = [v for v in carried if re.search(rf"\b{v.name}\b", text)]
         loads = [v.load() for v in used]
         stores = [f"        {v.save()}" for v in used]
@@ -165,7 +171,7 @@ def _gang(user: str, entry: str, nx: int) -> Gang:
             out.append("    if (!sk_any) break;")
             out.append("    }")
     out.append("}")
-    return Gang("\n".join(out), name, tuple(lines), loops)
+    return Gang("\n".join(out), name, tuple(lines))
 
 
 _THREAD_CALL = r"void {thread}\([^)]*\)\s*\{{\s*(\w+)\(\s*\w+\s*,\s*\w+\s*,\s*\w+\s*\)\s*;\s*\}}"
@@ -188,30 +194,17 @@ def _body_function(user: str, entry: str) -> tuple[tuple[str, ...], str]:
 
 def _matching(text: str, start: int) -> int:
     """The index of the bracket that closes the one at `start`."""
-    depth = 0
-    pairs = {"(": ")", "[": "]", "{": "}"}
-    for k in range(start, len(text)):
-        c = text[k]
-        if c in pairs:
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-            if depth == 0:
-                return k
-    raise Unsupported("unbalanced brackets")
+    end = close(text, start)
+    if end < 0:
+        raise Unsupported("unbalanced brackets")
+    return end
 
 
 def _statement_end(text: str, start: int) -> int:
-    depth = 0
-    for k in range(start, len(text)):
-        c = text[k]
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-        elif c == ";" and depth == 0:
-            return k
-    raise Unsupported("a statement without its ;")
+    end = statement_end(text, start)
+    if end < 0:
+        raise Unsupported("a statement without its ;")
+    return end
 
 
 _SPACE = re.compile(r"\s*")
@@ -219,14 +212,17 @@ _SPACE = re.compile(r"\s*")
 
 def _statements(text: str) -> list[str]:
     """The statements of a block's text, each whole (an `if` with its else chain, a loop with its
-    body); `#line` directives are statements of their own."""
+    body, `SLANG_UNROLL` with its loop)."""
     out: list[str] = []
     i = _SPACE.match(text, 0).end()  # type: ignore[union-attr]
     while i < len(text):
+        start = i
+        unroll = re.match(r"SLANG_UNROLL\s*", text[i:])   # an [unroll] loop: g++ peels it, not a phase
+        if unroll:
+            i += unroll.end()
         if text[i] == "#":
-            j = text.find("\n", i)
-            j = len(text) if j < 0 else j
-        elif text[i] == "{":
+            raise Unsupported("a preprocessor directive in the thread's body")
+        if text[i] == "{":
             j = _matching(text, i) + 1
         else:
             kw = re.match(r"(if|for|while|switch|do)\b\s*", text[i:])
@@ -246,19 +242,14 @@ def _statements(text: str) -> list[str]:
                         j = _after_block(text, _matching(text, k2) + 1)
                     else:
                         j = _after_block(text, k)
-        out.append(text[i:j].strip())
+        out.append(text[start:j].strip())
         i = _SPACE.match(text, j).end()  # type: ignore[union-attr]
     return out
 
 
 def _after_block(text: str, i: int) -> int:
-    """The end of the braced block starting at `i` (after blanks and #line directives)."""
-    while True:
-        i = _SPACE.match(text, i).end()  # type: ignore[union-attr]
-        if text.startswith("#", i):
-            i = text.find("\n", i)
-            continue
-        break
+    """The end of the braced block starting at `i` (after blanks)."""
+    i = _SPACE.match(text, i).end()  # type: ignore[union-attr]
     if not text.startswith("{", i):
         raise Unsupported("a branch or loop body without braces")
     return _matching(text, i) + 1
@@ -269,9 +260,7 @@ def _loop_header(st: str) -> str | None:
     m = re.match(r"(?:for\s*\(\s*;\s*;\s*\)|while\s*\(\s*(?:true|1)\s*\))\s*", st)
     if m is None:
         return None
-    rest = st[m.end():]
-    rest = re.sub(r"^(?:#[^\n]*\n\s*)*", "", rest)
-    return rest.strip()[1:-1]
+    return st[m.end():].strip()[1:-1]
 
 
 def _flatten(stmts: list[str]) -> list[str]:
@@ -279,18 +268,18 @@ def _flatten(stmts: list[str]) -> list[str]:
     and its block at the top level, so that its loop becomes a phase."""
     for k in range(len(stmts) - 1, -1, -1):
         st = stmts[k]
-        if st.startswith("#") or st == "return;":
+        if st == "return;":
             continue
         m = re.match(r"if\s*(\()", st)
         if m is None:
             return stmts
-        close = _matching(st, m.start(1))
-        block = st[close + 1:].strip()
+        paren = _matching(st, m.start(1))
+        block = st[paren + 1:].strip()
         if not block.startswith("{") or _matching(block, 0) != len(block) - 1:  # an else follows
             return stmts
         if not re.search(r"\bfor\s*\(\s*;\s*;\s*\)", block):
             return stmts
-        cond = st[m.start(1) + 1:close]
+        cond = st[m.start(1) + 1:paren]
         inner = _statements(block[1:-1])
         return _flatten([*stmts[:k], f"if (!({cond})) {{ return; }}", *inner, *stmts[k + 1:]])
     return stmts
@@ -346,7 +335,7 @@ def _guard(stmts: list[str], loop: bool) -> tuple[str, bool]:
         out.append(text)
         if jumps:
             rest = stmts[k + 1:]
-            if any(not s.startswith("#") for s in rest):
+            if rest:
                 inner, _ = _guard(rest, loop)
                 out.append(f"if (!sk_stop) {{\n{inner}\n}}")
             return "\n".join(out), True
@@ -378,27 +367,21 @@ def _jump(st: str, loop: bool) -> tuple[str, bool]:
 
 def _jump_if(st: str, open_paren: int, loop: bool) -> tuple[str, bool]:
     """An if/else chain with each branch's block guarded."""
-    close = _matching(st, open_paren)
-    head = st[:close + 1]
-    i = _SPACE.match(st, close + 1).end()  # type: ignore[union-attr]
-    directives = ""
-    while st.startswith("#", i):
-        j = st.find("\n", i)
-        directives += st[i:j + 1]
-        i = _SPACE.match(st, j).end()  # type: ignore[union-attr]
+    paren = _matching(st, open_paren)
+    head = st[:paren + 1]
+    i = _SPACE.match(st, paren + 1).end()  # type: ignore[union-attr]
     end = _matching(st, i)
     inner, jumps = _guard(_statements(st[i + 1:end]), loop)
-    out = f"{head}\n{directives}{{\n{inner}\n}}"
+    out = f"{head}\n{{\n{inner}\n}}"
     rest = st[end + 1:].strip()
     if rest:
         e = re.match(r"else\b\s*", rest)
         if e is None:
             raise Unsupported(f"unexpected text after an if block (`{rest[:30]}`)")
-        parts = _statements(rest[e.end():])
-        body = [p for p in parts if not p.startswith("#")]
+        body = _statements(rest[e.end():])
         if len(body) != 1 or not body[0].startswith(("{", "if")):
             raise Unsupported(f"an else branch without braces (`{rest[:30]}`)")
         tail_text, tail_jumps = _jump(body[0], loop)
-        out += "\nelse\n" + "".join(p + "\n" for p in parts if p.startswith("#")) + tail_text
+        out += "\nelse\n" + tail_text
         jumps = jumps or tail_jumps
     return out, jumps

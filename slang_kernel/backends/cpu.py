@@ -199,18 +199,19 @@ class CpuBackend:
         code = _cpu_textures.prepare(kernel.code)   # textures as plain data (see _cpu_textures)
         ep = kernel.entry_point
         desc = ""
+        body, flags = _body(code), self._vector_flags()
+        inputs = (self._prelude, _cpu_simd.SIMD_HEADER.read_text(), _cpu_textures.header())
         # the plain lane loop first; where g++ did not vectorise it, the body's loops run masked
         for masked in (False, True):
-            tr = _cpu_simd.translate(code, _body(code), kernel.entry, ep.numthreads, ep.params_size,
+            tr = _cpu_simd.translate(code, body, kernel.entry, ep.numthreads, ep.params_size,
                                      kernel.reflection.globals_size, kernel.source, masked=masked)
             if tr.blocked:   # (masked: the body has no loop this rewrite handles; the plain reason stays)
                 desc = desc or f"scalar: {tr.blocked}"
                 break
             with self._lock:
                 rt = _cpu_simd.runtime(self.cxx, self._version, self.cache)
-                vkey = digest("cpu-so-simd", self._version, _cpu_identity(), tr.source, *self._vector_flags(),
-                              self._prelude, _cpu_simd.SIMD_HEADER.read_text(), _cpu_textures.header(), str(rt))
-                vpath, why = _cpu_simd.build(self.cxx, self.cache, vkey, tr, self._vector_flags(), rt)
+                vkey = digest("cpu-so-simd", self._version, _cpu_identity(), tr.source, *flags, *inputs, str(rt))
+                vpath, why = _cpu_simd.build(self.cxx, self.cache, vkey, tr, flags, rt)
             if vpath is not None:
                 return vpath, tr.entry, why
             desc = f"{desc}; {why.removeprefix('scalar: ')}" if desc else why
