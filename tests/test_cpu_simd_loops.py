@@ -7,6 +7,9 @@ the scalar path with both reasons.
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
 from pathlib import Path
 from typing import Iterator
 
@@ -177,8 +180,12 @@ def test_a_loop_g_plus_plus_still_refuses_keeps_the_scalar_path(s: sk.Session) -
     assert "; g++ did not vectorise the masked loops (" in k.path, k.path
     o = np.zeros(64, np.uint32)
     k(threads=64, o=o, n=64)
+    assert o.tolist() == jumps_reference(64)
+
+
+def jumps_reference(n: int) -> list[int]:
     ref = []
-    for t in range(64):
+    for t in range(n):
         v, acc, out = t, 0, None
         for step in range(40):
             v = (v * 5 + 1) & 1023
@@ -191,7 +198,7 @@ def test_a_loop_g_plus_plus_still_refuses_keeps_the_scalar_path(s: sk.Session) -
             if acc > 5000:
                 break
         ref.append(acc if out is None else out)
-    assert o.tolist() == ref
+    return ref
 
 
 THREAD = """void {body}(void* _S1, void* entryPointParams_0, void* _S2)
@@ -233,3 +240,21 @@ def test_the_rewrite_refuses_what_it_does_not_know() -> None:
     pointer = ("    float a_0 = 1.0f;\n    float * p_0 = &a_0;\n    for(;;)\n    {\n        break;\n    }\n"
                "    *p_0 = 2.0f;")
     assert "pointer to a local" in _cpu_simd_loops.gang(THREAD.format(body="_k", code=pointer), "k", 16).blocked
+
+
+def test_an_interrupt_while_g_plus_plus_builds_loses_nothing(tmp_path: Path) -> None:
+    """The stop button during the (up to three) g++ runs of a loop kernel: KernelInterrupted, as
+    during a dispatch, and the next call builds and runs it."""
+    with sk.Session(backend="cpu", cache_dir=str(tmp_path)) as c:
+        c.run_cell(CELL, name="simd_loops")
+        k = c.kernel("jumps")        # three g++ runs from a fresh cache: plain, masked, scalar
+        timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+        timer.start()
+        try:
+            with pytest.raises(sk.KernelInterrupted, match="while g\\+\\+ built it; nothing ran"):
+                k(threads=64, o=np.zeros(64, np.uint32), n=64)
+        finally:
+            timer.cancel()
+        o = np.zeros(64, np.uint32)
+        k(threads=64, o=o, n=64)
+        assert o.tolist() == jumps_reference(64) and k.path.startswith("scalar: g++ did not vectorise")

@@ -363,8 +363,9 @@ def test_a_kernel_bug_never_takes_the_notebook_down(kernel: Kernel) -> None:
     kernel.ok('[shader("compute")][numthreads(1, 1, 1)]\n'
               "void forever(uint3 t: SV_DispatchThreadID, RWStructuredBuffer<float> o)\n"
               "{ float a = 0; while (o[0] >= 0) { a += 1; if (a > 1e30) o[1] = a; } }")
-    # built first (o[0] < 0 ends it at once): the interrupt below must meet the dispatch, not g++
-    # (a loop kernel is built up to three times: plain vector, masked vector, scalar)
+    # built first (o[0] < 0 ends it at once), so that the interrupt below meets the endless dispatch
+    # and not g++ (a loop kernel is built up to three times; an interrupt there is KernelInterrupted
+    # too: test_cpu_simd_loops.py)
     kernel.ok("%%python\nforever(threads=1, o=np.array([-1, 0], np.float32))")
     reply, _ = kernel.execute("%%python\nforever(threads=1, o=np.zeros(2, np.float32))", interrupt_after=1.0)
     assert reply["status"] == "error" and reply["ename"] == "KernelInterrupted"

@@ -163,7 +163,14 @@ class CpuBackend:
         checked = self.checked
         loaded = self._loaded.get((kernel.key, checked))
         if loaded is None:
-            path, entry, desc = self._build_cached(kernel)
+            t0 = time.perf_counter()
+            try:
+                path, entry, desc = self._build_cached(kernel)
+            except KeyboardInterrupt:   # g++ runs into a temporary file: the cache keeps nothing half-built
+                elapsed = time.perf_counter() - t0
+                raise KernelInterrupted(
+                    f"{kernel.entry} interrupted after {elapsed:.1f} s while g++ built it; nothing ran and "
+                    "the session is unchanged (run it again to build it).", kernel.entry, elapsed) from None
             ep = kernel.entry_point
             loaded = _Loaded(str(path), entry, "printf" in _body(kernel.code),
                              self._plan(ep.uniforms, ep.params_size),
