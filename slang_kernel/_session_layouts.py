@@ -22,7 +22,7 @@ class _Layouts(_Requests):
         `np.zeros(n, s.dtype("P"))`: the same fields give the same answer on every backend."""
         import numpy as np
 
-        from .backends._packing import element_dtype
+        from .backends.packing import element_dtype
         from .errors import ParameterError
 
         name = " ".join(str(type_name).split())

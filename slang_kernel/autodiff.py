@@ -14,7 +14,7 @@ from typing import Any, Protocol, Sequence
 import numpy as np
 
 from .backends import Backend
-from .backends._packing import element_dtype
+from .backends.packing import element_dtype
 from .cells import Cell
 from .compiled import CompiledKernel, CompileRequest
 from .compiler.reflection import FunctionInfo

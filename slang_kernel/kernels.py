@@ -121,7 +121,7 @@ class ComputeKernel:
         element for a buffer (`StructuredBuffer<P>` -> P's structured dtype, with the target's field
         offsets and padding, vector fields as subarrays), else of the value itself (a struct, an
         array, a vector). Fill a struct buffer with `np.zeros(n, k.dtype("ps"))`."""
-        from .backends._packing import element_dtype, numpy_dtype
+        from .backends.packing import element_dtype, numpy_dtype
 
         p = next((q for q in self.params if q.name == param), None)
         if p is None:

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import numpy as np
 
 from .backends import Backend
-from .backends._packing import numpy_dtype
+from .backends.packing import numpy_dtype
 from .compiled import CompiledKernel
 from .compiler.diagnostics import SlangCompileError
 from .compiler.reflection import ParamInfo, TypeInfo

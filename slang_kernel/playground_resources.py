@@ -18,7 +18,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .backends import Backend, device_buffers, shared_arrays, textures
-from .backends._packing import ParameterError, element_dtype, typed_element
+from .backends.packing import ParameterError, element_dtype, typed_element
 from .compiler.reflection import TypeInfo
 from .errors import PlaygroundError
 

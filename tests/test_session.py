@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import slang_kernel as sk
-from slang_kernel.backends._packing import ParameterError
+from slang_kernel.backends.packing import ParameterError
 
 SEED_CRASH = """
 interface IFoo

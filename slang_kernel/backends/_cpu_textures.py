@@ -24,7 +24,7 @@ import numpy as np
 
 from ..compiler.reflection import TypeInfo
 from . import _shm
-from ._packing import ParameterError, _describe, typed_element
+from .packing import ParameterError, describe, typed_element
 
 __all__ = ["CpuSampler", "CpuTexture", "HEADER", "bind_sampler", "bind_texture", "prepare", "sampler"]
 
@@ -144,7 +144,7 @@ def sampler(spec: Any = None) -> CpuSampler:
         if f in ("linear", "point") and a in ("wrap", "clamp"):
             return CpuSampler(f, a)
     raise ParameterError(f"a SamplerState on the CPU needs None, 'linear', 'point' or a dict with filter "
-                         f"('linear'/'point') and address ('wrap'/'clamp'); got {_describe(spec)}")
+                         f"('linear'/'point') and address ('wrap'/'clamp'); got {describe(spec)}")
 
 
 Place = Callable[[bytes], int]
@@ -189,23 +189,23 @@ def bind_texture(name: str, t: TypeInfo, value: Any, pointer: Pointer, place: Pl
             arr = arr[..., None]
         if arr.ndim != dims + 1 or arr.shape[-1] != channels or 0 in arr.shape:
             raise ParameterError(f"parameter `{name}` is {t.name}: pass {want} or a backend.texture(...); "
-                                 f"got {_describe(value)}")
+                                 f"got {describe(value)}")
         if t.writable:
             if not isinstance(value, np.ndarray) or value.dtype != store or not value.flags.c_contiguous \
                     or not value.flags.writeable:
                 raise ParameterError(f"parameter `{name}` ({t.name}) is written by the kernel in place: pass a "
                                      f"writable C-contiguous array of {store}, shape {layout} with "
-                                     f"C = {channels}; got {_describe(value)}")
+                                     f"C = {channels}; got {describe(value)}")
         elif arr.dtype != store:
             if arr.dtype.kind not in "biuf" or (store.kind in "iu" and arr.dtype.kind == "f"):
-                raise ParameterError(f"parameter `{name}` is {t.name}: pass {want}; got {_describe(value)}")
+                raise ParameterError(f"parameter `{name}` is {t.name}: pass {want}; got {describe(value)}")
             arr = arr / 255.0 if arr.dtype == np.uint8 and store.kind == "f" else arr
             arr = np.ascontiguousarray(arr, dtype=store)
         else:
             arr = np.ascontiguousarray(arr)
     else:
         raise ParameterError(f"parameter `{name}` is {t.name}: pass {want} or a backend.texture(...); "
-                             f"got {_describe(value)}")
+                             f"got {describe(value)}")
     size = arr.shape[:-1][::-1]   # width first
     data = pointer(arr, bool(t.writable))
     desc = _DESCRIPTOR.pack(data, size[0], size[1] if dims > 1 else 1, size[2] if dims > 2 else 1, dims,

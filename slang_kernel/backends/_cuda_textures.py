@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..compiler.reflection import ParamInfo, TypeInfo
-from ._packing import ParameterError, texel
+from .packing import ParameterError, texel
 
 __all__ = ["CudaSampler", "CudaTexture", "TextureBinder", "dispatch_sampler", "sampler_from", "sampler_paths",
            "texel", "unsupported_texture_use"]
@@ -48,7 +48,7 @@ def _layout(ndims: int) -> str:
     return {1: "(W, C)", 2: "(H, W, C)", 3: "(D, H, W, C)"}[ndims]
 
 
-def _describe(v: Any) -> str:
+def describe(v: Any) -> str:
     shape, dtype = getattr(v, "shape", None), getattr(v, "dtype", None)
     if shape is not None and dtype is not None:
         return f"{type(v).__name__} of {dtype} with shape {tuple(shape)}"
@@ -346,20 +346,20 @@ class TextureBinder:
         if len(shape) != nd + 1 or shape[-1] != channels or 0 in shape:
             raise ParameterError(
                 f"parameter `{name}` is {t.name}: pass a numpy or CuPy array of shape {want} with C = {channels} "
-                f"(float32, or uint8 for 0..1 values), or a backend.texture(...); got {_describe(value)}")
+                f"(float32, or uint8 for 0..1 values), or a backend.texture(...); got {describe(value)}")
         assert arr is not None
         kind = arr.dtype.kind
         unorm8 = arr.dtype == np.uint8 and scalar.startswith("float")
         if not scalar.startswith("float") and kind == "f":
             raise ParameterError(f"parameter `{name}` is {t.name}: its texels are {scalar}; got float data "
-                                 f"({_describe(value)}): pass an integer array")
+                                 f"({describe(value)}): pass an integer array")
         if t.writable:
             if dev is None and not (isinstance(value, np.ndarray) and value.flags.writeable):
                 raise ParameterError(f"parameter `{name}` ({t.name}) is written by the kernel: pass a writable numpy "
-                                     f"or CuPy array of shape {want} with C = {channels}; got {_describe(value)}")
+                                     f"or CuPy array of shape {want} with C = {channels}; got {describe(value)}")
             if scalar.startswith("float") and not unorm8 and kind != "f":
                 raise ParameterError(f"parameter `{name}` ({t.name}) is written with floats: pass a float32 array "
-                                     f"(or uint8 for 0..1 values); got {_describe(value)}")
+                                     f"(or uint8 for 0..1 values); got {describe(value)}")
             if scalar not in ("float32", "float16", "uint32", "int32"):
                 raise ParameterError(f"parameter `{name}` ({t.name}): RW textures of {scalar} are not supported on CUDA")
             store = np.dtype(scalar)

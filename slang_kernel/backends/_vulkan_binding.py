@@ -9,7 +9,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..compiler.reflection import TypeInfo
-from ._packing import (ParameterError, _as_mapping, _describe, buffer_array, copy_fields, element_dtype, numpy_dtype,
+from .packing import (ParameterError, as_mapping, describe, buffer_array, copy_fields, element_dtype, numpy_dtype,
                        struct_array, texel, typed_element)
 from ._vulkan_objects import (_TEX_DIMS, _ZERO_CHECK_BYTES, DeviceHost, VulkanBuffer, VulkanTexture, _buffer_format,
                               _writable_bytes)
@@ -72,7 +72,7 @@ class _Binder:
                 raise _mismatch(t, v, name)
             return arr
         if k == "struct":
-            m = _as_mapping(v, t, name)
+            m = as_mapping(v, t, name)
             return {f.name: self.value(f.type, m[f.name], f"{name}.{f.name}") for f in t.fields}
         if k == "array" and t.element is not None:
             el = t.element
@@ -215,7 +215,7 @@ class _Binder:
         if t.writable and not (isinstance(v, np.ndarray) and v.flags.writeable):
             raise ParameterError(f"parameter `{name}` ({t.name}) is written by the kernel: pass a writable numpy "
                                  f"array of shape {'(D, H, W, C)' if dims == 3 else '(H, W, C)' if dims == 2 else '(W, C)'} "
-                                 f"with C = {channels}; got {_describe(v)}")
+                                 f"with C = {channels}; got {describe(v)}")
         key = (id(v), "tex")
         hit = self.by_id.get(key)
         if hit is not None:
@@ -284,10 +284,10 @@ def _mismatch(t: TypeInfo, v: Any, name: str) -> ParameterError:
             f" with shape {dt.subdtype[1]}" if dt.subdtype else "")
     except ParameterError:
         what = t.kind
-    return ParameterError(f"parameter `{name}` is {t.name}: it needs a {what}; got {_describe(v)}")
+    return ParameterError(f"parameter `{name}` is {t.name}: it needs a {what}; got {describe(v)}")
 
 
 def _tex_mismatch(t: TypeInfo, v: Any, name: str, dims: int, channels: int) -> ParameterError:
     want = {1: "(W, C)", 2: "(H, W, C)", 3: "(D, H, W, C)"}[dims]
     return ParameterError(f"parameter `{name}` is {t.name}: pass a numpy array of shape {want} with C = {channels} "
-                          f"(float32, or uint8 for 0..1 values), or a backend.texture(...); got {_describe(v)}")
+                          f"(float32, or uint8 for 0..1 values), or a backend.texture(...); got {describe(v)}")

@@ -34,7 +34,7 @@ from ..compiler.reflection import ParamInfo, TypeInfo
 from . import BackendConfig, DispatchTiming
 from ..compiled import CompiledKernel, ModuleSource
 from ..errors import BackendUnavailable, VulkanCompileError
-from ._packing import ParameterError, _describe
+from .packing import ParameterError, describe
 from ._vulkan_binding import _Binder
 from ._vulkan_objects import VulkanBuffer, VulkanTexture, _writable_bytes
 from ._wait import wait_polled
@@ -171,7 +171,7 @@ class VulkanBackend:
             s = self.device.create_sampler(**spec)
         else:
             raise ParameterError(f"a SamplerState needs None, 'linear', 'point', a dict of options or an sgl "
-                                 f"Sampler; got {_describe(spec)}")
+                                 f"Sampler; got {describe(spec)}")
         self._samplers[key] = s
         return s
 

@@ -35,7 +35,7 @@ from ..compiled import CompiledKernel
 from ..errors import (BackendUnavailable, DeviceLost, KernelCrash, KernelInterrupted, KernelTimeout, ParameterError,
                       VulkanCompileError)
 from . import BackendConfig, DispatchTiming, _shm
-from ._packing import _describe
+from .packing import describe
 from ._vulkan_wire import ArrayArg, ArraySlot, DeviceRef, Reply
 
 __all__ = ["IsolatedVulkanBackend", "VulkanBufferHandle", "VulkanTextureHandle"]
@@ -353,7 +353,7 @@ class IsolatedVulkanBackend:
             v = values.get(n)
             if isinstance(v, np.ndarray) and not v.flags.c_contiguous:
                 raise ParameterError(f"{kernel.entry}(): parameter `{n}` is written by the kernel and needs a "
-                                     f"writable C-contiguous array; got {_describe(v)} "
+                                     f"writable C-contiguous array; got {describe(v)} "
                                      "(np.ascontiguousarray makes one)")
         with self._lock:
             if kernel.key not in self._proc.loaded:

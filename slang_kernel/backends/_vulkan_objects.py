@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ._packing import ParameterError
+from .packing import ParameterError
 
 __all__ = ["DeviceHost", "VulkanBuffer", "VulkanTexture"]
 

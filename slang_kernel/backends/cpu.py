@@ -36,7 +36,7 @@ from . import _cpu_textures
 from ._cpu_textures import CpuSampler, CpuTexture
 from . import _cpu_simd
 from ._cpu_worker import Kernel, Runner
-from ._packing import Packer, ParameterError, StructPlan, buffer_array, fast_encoder
+from .packing import Packer, ParameterError, StructPlan, buffer_array, fast_encoder
 
 
 __all__ = ["CpuBackend", "CpuBuildError", "UnsupportedOnCpu"]

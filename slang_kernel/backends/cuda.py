@@ -28,7 +28,7 @@ from ..errors import BackendUnavailable
 from ._cuda_fp16 import half_options, uses_half
 from ._cuda_textures import (CudaSampler, CudaTexture, TextureBinder, dispatch_sampler, sampler_from, sampler_paths,
                              unsupported_texture_use)
-from ._packing import Packer, ParameterError, buffer_array, element_dtype, fast_writer
+from .packing import Packer, ParameterError, buffer_array, element_dtype, fast_writer
 from ._wait import wait_polled
 from .cpu import TYPED_AS_STRUCTURED, _body
 

@@ -1,4 +1,4 @@
-"""Parameter packing from reflection: Python/numpy values -> the bytes a target expects.
+"""Parameter packing from reflection (public: the Vulkan worker, playground resources, layouts and kernels use it too): Python/numpy values -> the bytes a target expects.
 
 Shared by the CPU and CUDA backends (their layouts differ, so everything here is driven by the
 per-target reflection). Resources are handed to the backend's `bind_resource`, which knows how
@@ -19,6 +19,8 @@ from ..errors import ParameterError
 
 __all__ = [
     "ParameterError",
+    "as_mapping",
+    "describe",
     "texel",
     "Packer",
     "StructPlan",
@@ -96,7 +98,7 @@ def element_dtype(t: TypeInfo) -> tuple[np.dtype, tuple[int, ...]]:
     return dt, ()
 
 
-def _describe(value: Any) -> str:
+def describe(value: Any) -> str:
     if isinstance(value, np.ndarray):
         flags = "" if value.flags.c_contiguous else ", not C-contiguous"
         flags += "" if value.flags.writeable else ", read-only"
@@ -176,7 +178,7 @@ def struct_array(value: Any, param: str, t: TypeInfo, dt: np.dtype) -> np.ndarra
     raise ParameterError(
         f"{where} holds structs {el.name} {_dtype_text(dt)}: pass a structured array of that dtype "
         f"(np.zeros(n, s.dtype('{el.name}')) or k.dtype('{param}')), a dict of arrays (field -> values) "
-        f"or a list of dicts; got {_describe(value)}")
+        f"or a list of dicts; got {describe(value)}")
 
 
 def _fill(out: Any, value: Any, t: TypeInfo, where: str) -> None:
@@ -206,7 +208,7 @@ def _fill(out: Any, value: Any, t: TypeInfo, where: str) -> None:
             target = out[f.name]
             tshape = np.shape(target)
             if src.dtype.kind in "cOUS" or (np.dtype(out.dtype[f.name].base).kind in "iub" and src.dtype.kind == "f"):
-                raise ParameterError(f"{where}: field {f.name} is {f.type.name}; got {_describe(v)}")
+                raise ParameterError(f"{where}: field {f.name} is {f.type.name}; got {describe(v)}")
             if src.shape != tshape and not (src.size == 1 and src.ndim <= 1):
                 raise ParameterError(f"{where}: field {f.name} ({f.type.name}) needs shape {tshape}; got {src.shape}")
             if isinstance(out, np.void):
@@ -251,12 +253,12 @@ def buffer_array(value: Any, param: str, t: TypeInfo) -> tuple[np.ndarray, int]:
                     "writes into the array itself)" if isinstance(value, (Mapping, list, tuple)) else "")
             raise ParameterError(
                 f"parameter `{param}` ({t.name}) is written by the kernel: pass a numpy array of {want}"
-                f"{hint}{also}; got {_describe(value)}")
+                f"{hint}{also}; got {describe(value)}")
         ok_dtype = value.dtype == base or (t.shape == "byte_address_buffer" and value.dtype.itemsize % 4 == 0)
         if not ok_dtype or not value.flags.c_contiguous or not value.flags.writeable:
             raise ParameterError(
                 f"parameter `{param}` ({t.name}) is written back in place, so it needs a writable "
-                f"C-contiguous array of {want}; got {_describe(value)}. "
+                f"C-contiguous array of {want}; got {describe(value)}. "
                 + (f"Make it with np.zeros(n, k.dtype('{param}')) (or s.dtype('{t.element.name if t.element else ''}'))."
                    if base.names is not None else
                    f"Use np.ascontiguousarray(x, dtype=np.{base.name}) and pass that array."))
@@ -277,7 +279,7 @@ def buffer_array(value: Any, param: str, t: TypeInfo) -> tuple[np.ndarray, int]:
                 arr = np.ascontiguousarray(src, dtype=base)
         except (ValueError, TypeError, ParameterError):
             raise ParameterError(
-                f"parameter `{param}` ({t.name}) needs an array of {want}; got {_describe(value)}") from None
+                f"parameter `{param}` ({t.name}) needs an array of {want}; got {describe(value)}") from None
     if t.shape == "byte_address_buffer":
         return arr, arr.nbytes
     if shape:
@@ -314,7 +316,7 @@ class Packer:
         if t.kind in ("resource", "constant_buffer", "parameter_block", "sampler"):
             return self.bind_resource(name, t, value, self)
         if t.kind == "struct":
-            return bytes(self.pack_struct(t.fields, t.size, _as_mapping(value, t, name), name + "."))
+            return bytes(self.pack_struct(t.fields, t.size, as_mapping(value, t, name), name + "."))
         if t.kind == "array" and t.element is not None and t.element.kind in ("struct", "resource"):
             seq = list(value)
             if len(seq) != t.count:
@@ -350,10 +352,10 @@ class Packer:
             shape_txt = "" if t.kind == "scalar" else f" of shape {dt.shape or (dt.subdtype[1] if dt.subdtype else ())}"
             raise ParameterError(
                 f"parameter `{name}` is {t.name}: it needs a {t.kind}{shape_txt} of "
-                f"{(dt.subdtype[0] if dt.subdtype else dt)}; got {_describe(value)}") from None
+                f"{(dt.subdtype[0] if dt.subdtype else dt)}; got {describe(value)}") from None
 
 
-def _as_mapping(value: Any, t: TypeInfo, name: str) -> Mapping[str, Any]:
+def as_mapping(value: Any, t: TypeInfo, name: str) -> Mapping[str, Any]:
     names = [f.name for f in t.fields]
     if isinstance(value, Mapping):
         missing = [n for n in names if n not in value]
@@ -372,7 +374,7 @@ def _as_mapping(value: Any, t: TypeInfo, name: str) -> Mapping[str, Any]:
         return {n: getattr(value, n) for n in names}
     raise ParameterError(
         f"parameter `{name}` is struct {t.name}: pass a dict (or object) with fields {', '.join(names)}; "
-        f"got {_describe(value)}")
+        f"got {describe(value)}")
 
 
 _FORMATS = {"float32": "<f", "float64": "<d", "int32": "<i", "uint32": "<I", "int64": "<q", "uint64": "<Q",
