@@ -1,0 +1,71 @@
+"""Notebook text as Slang sees it, and the positions and diagnostics that cross between them.
+
+A notebook's Slang cells are one document in cell order (a cell sees the cells above it, as in the
+session). Two things in that text are not Slang: the kernel's line magics (`%backend`, `%show`,
+`%run`) and a `%%slang ...` header; their lines are blanked (same length), so every line and column
+still matches the editor. A later cell may declare a name again and wins for the cells after it (as
+in the session), so Slang's "conflicts with an existing declaration" is not an error here.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable
+from urllib.parse import unquote, urlparse
+
+__all__ = ["REDECLARATION_CODES", "end_position", "filtered", "keep_diagnostic", "offset_at", "position_at", "slang_view",
+           "uri_path"]
+
+_MAGIC_LINE = re.compile(r"^[ \t]*%[%A-Za-z_].*$", re.M)
+#: Slang's diagnostics for a second declaration of a name (slang-diagnostics.lua): 30200 conflicts
+#: with an existing declaration, 30201 a function already has a body, 30202 it returns another type.
+REDECLARATION_CODES = frozenset({30200, 30201, 30202})
+
+
+def slang_view(text: str) -> str:
+    """`text` with every line that starts with `%` (a magic) blanked to spaces of the same length."""
+    return _MAGIC_LINE.sub(lambda m: " " * len(m.group(0)), text)
+
+
+def keep_diagnostic(diagnostic: dict[str, Any]) -> bool:
+    """False for a redeclaration conflict (a later cell redefining a name is allowed here)."""
+    code = diagnostic.get("code")
+    try:
+        return int(str(code).lstrip("E")) not in REDECLARATION_CODES
+    except ValueError:
+        return True
+
+
+def position_at(text: str, offset: int) -> dict[str, int]:
+    """LSP position (0-based line, UTF-16 column) of a character offset in `text`."""
+    before = text[:offset]
+    line = before.count("\n")
+    col_text = before[before.rfind("\n") + 1:]
+    return {"line": line, "character": len(col_text.encode("utf-16-le")) // 2}
+
+
+def offset_at(text: str, position: dict[str, int]) -> int:
+    """Character offset of an LSP position in `text` (clamped to the text)."""
+    lines = text.split("\n")
+    line = min(max(int(position.get("line", 0)), 0), len(lines) - 1)
+    start = sum(len(s) + 1 for s in lines[:line])
+    units, col = int(position.get("character", 0)), 0
+    for ch in lines[line]:
+        if units <= 0:
+            break
+        units -= 2 if ord(ch) > 0xFFFF else 1
+        col += 1
+    return start + col
+
+
+def end_position(text: str) -> dict[str, int]:
+    return position_at(text, len(text))
+
+
+def uri_path(uri: str) -> str:
+    """The local path of a file:// URI."""
+    return unquote(urlparse(uri).path)
+
+
+def filtered(diagnostics: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [d for d in diagnostics if keep_diagnostic(d)]
