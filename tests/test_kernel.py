@@ -301,7 +301,7 @@ def test_inspect_gives_signatures_and_types(kernel: Kernel) -> None:
     r = kernel.request("inspect", "float y = lum(c);", 11)
     assert r["found"] and "float lum(float3 c)" in r["data"]["text/plain"]
     r = kernel.request("inspect", "Light l; float p = l.power;", 23)
-    assert r["found"] and r["data"]["text/plain"].startswith("float l.power")
+    assert r["found"] and "float l.power" in r["data"]["text/plain"]
     r = kernel.request("inspect", "Light", 2)
     assert r["found"] and "float3 dir;" in r["data"]["text/plain"]
     r = kernel.request("inspect", "zzz_unknown", 3)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -105,6 +106,7 @@ class Assistant:
         self._text: str | None = None
         self._version = 0
         self._defines: tuple[str, ...] = ()
+        self._deadline = 0.0
         self.client = _Client(self, timeout=timeout, argv=argv)
 
     def close(self) -> None:
@@ -139,9 +141,9 @@ class Assistant:
         starts.append(("this cell", line))
         return Layout(head + code, tuple(starts), len(head))
 
-    def _sync(self, layout: Layout, defines: Mapping[str, str]) -> bool:
+    def _sync(self, layout: Layout, defines: Mapping[str, str], timeout: float) -> bool:
         want = tuple(f"{k}={v}" for k, v in sorted(defines.items()))
-        if self.client.pid is None and not self.client._ensure():
+        if not self.client.ensure(timeout):
             return False
         if want != self._defines:
             self._defines = want
@@ -162,10 +164,14 @@ class Assistant:
     def _at(self, cells: Sequence[CellText], code: str, cursor: int,
             defines: Mapping[str, str]) -> tuple[Layout, dict[str, Any]] | None:
         layout = self.layout(cells, code)
-        if not self._sync(layout, defines):
+        self._deadline = time.monotonic() + self.client.timeout
+        if not self._sync(layout, defines, self.client.timeout):
             return None
         pos = _text.position_at(layout.text, layout.offset + cursor)
         return layout, {"textDocument": {"uri": self.uri}, "position": pos}
+
+    def _left(self) -> float:
+        return max(0.0, self._deadline - time.monotonic())
 
     def _relabel(self, text: str, layout: Layout) -> str:
         def sub(m: re.Match[str]) -> str:
@@ -184,7 +190,7 @@ class Assistant:
         if at is None:
             return None
         layout, params = at
-        result = self.client.request("textDocument/hover", params)
+        result = self.client.request("textDocument/hover", params, self._left())
         contents = (result or {}).get("contents") if isinstance(result, dict) else None
         if isinstance(contents, dict):
             text = contents.get("value", "")
@@ -201,7 +207,7 @@ class Assistant:
         if at is None:
             return None
         layout, params = at
-        result = self.client.request("textDocument/signatureHelp", params)
+        result = self.client.request("textDocument/signatureHelp", params, self._left())
         sigs = (result or {}).get("signatures") if isinstance(result, dict) else None
         if not sigs:
             return None
@@ -227,7 +233,7 @@ class Assistant:
             params["context"] = {"triggerKind": 2, "triggerCharacter": code[start - 1]}
         else:
             params["context"] = {"triggerKind": 1}
-        result = self.client.request("textDocument/completion", params)
+        result = self.client.request("textDocument/completion", params, self._left())
         items = result.get("items") if isinstance(result, dict) else result
         if not isinstance(items, list):
             return None

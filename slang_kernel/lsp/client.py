@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from concurrent.futures import Future, TimeoutError as FutureTimeout
 from typing import Any, Sequence
 
@@ -25,16 +26,17 @@ __all__ = ["LanguageClient"]
 class LanguageClient:
     """One `python -m slang_kernel.lsp` process, started lazily, restarted when it is gone."""
 
-    def __init__(self, argv: Sequence[str] | None = None, *, timeout: float = 2.0,
-                 start_timeout: float = 10.0) -> None:
+    def __init__(self, argv: Sequence[str] | None = None, *, timeout: float = 2.0) -> None:
         self.argv = tuple(argv or (sys.executable, "-m", "slang_kernel.lsp"))
         self.timeout = timeout
-        self.start_timeout = start_timeout
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
         self._writer: Writer | None = None
         self._ids = itertools.count(1)
         self._waiting: dict[int, Future[Any]] = {}
+        self._pending_writer: Writer | None = None
+        self._init: Future[Any] | None = None
+        self._ready = False
         self.diagnostics: dict[str, list[dict[str, Any]]] = {}
         self.starts = 0   # how many servers were started (a restart counts)
 
@@ -45,27 +47,40 @@ class LanguageClient:
 
     # -- lifecycle -----------------------------------------------------------------------------------
 
-    def _ensure(self) -> bool:
-        """A running, initialized server (True), or False when none could be started in time."""
+    def ensure(self, timeout: float) -> bool:
+        """A running, initialized server (True), or False when none is ready within `timeout`: a
+        server still starting is left to finish (the next question may find it ready)."""
         with self._lock:
-            if self._proc is not None and self._proc.poll() is None and self._writer is not None:
+            if self._proc is None or self._proc.poll() is not None:
+                self._stop_locked()
+                env = dict(os.environ, PYTHONUNBUFFERED="1")
+                self._proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                              stderr=subprocess.DEVNULL, env=env)
+                assert self._proc.stdin is not None
+                self.starts += 1
+                self._ready = False
+                self._pending_writer = Writer(self._proc.stdin)
+                threading.Thread(target=self._read, args=(self._proc,), daemon=True,
+                                 name="slang-lsp-client").start()
+                self._init = self._send_request(self._pending_writer, "initialize", {
+                    "processId": os.getpid(), "rootUri": None, "capabilities": {}})
+            if self._ready:
                 return True
-            self._stop_locked()
-            env = dict(os.environ, PYTHONUNBUFFERED="1")
-            self._proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                          stderr=subprocess.DEVNULL, env=env)
-            assert self._proc.stdin is not None
-            writer = Writer(self._proc.stdin)
-            self.starts += 1
-            threading.Thread(target=self._read, args=(self._proc,), daemon=True, name="slang-lsp-client").start()
-        init = self._request_with(writer, "initialize", {"processId": os.getpid(), "rootUri": None,
-                                                          "capabilities": {}}, self.start_timeout)
-        if init is None:
-            self.close()
+            init, writer = self._init, self._pending_writer
+        if init is None or writer is None:
             return False
-        writer.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        try:
+            init.result(timeout=timeout)
+        except (FutureTimeout, OSError):
+            return False
         with self._lock:
-            self._writer = writer
+            if self._ready or self._pending_writer is not writer:
+                return self._ready
+            try:
+                writer.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+            except (OSError, ValueError):
+                return False
+            self._writer, self._ready = writer, True
         self.on_start()
         return True
 
@@ -91,7 +106,8 @@ class LanguageClient:
                 fut.set_result(None)
 
     def _stop_locked(self) -> None:
-        proc, self._proc, self._writer = self._proc, None, None
+        proc, self._proc, self._writer, self._pending_writer = self._proc, None, None, None
+        self._ready, self._init = False, None
         if proc is None:
             return
         try:
@@ -113,29 +129,33 @@ class LanguageClient:
 
     # -- messages ------------------------------------------------------------------------------------
 
-    def _request_with(self, writer: Writer, method: str, params: dict[str, Any], timeout: float) -> Any:
+    def _send_request(self, writer: Writer, method: str, params: dict[str, Any]) -> Future[Any]:
         rid = next(self._ids)
         fut: Future[Any] = Future()
         self._waiting[rid] = fut
+        fut.add_done_callback(lambda _: self._waiting.pop(rid, None))
         try:
             writer.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
-            return fut.result(timeout=timeout)
-        except (FutureTimeout, OSError, ValueError):
-            return None
-        finally:
-            self._waiting.pop(rid, None)
+        except (OSError, ValueError):
+            fut.set_result(None)
+        return fut
 
     def request(self, method: str, params: dict[str, Any], timeout: float | None = None) -> Any:
-        """The server's result, or None (no server, it died, or it did not answer in time)."""
-        if not self._ensure():
+        """The server's result, or None (no server, it died, or it did not answer in time): one
+        deadline covers starting the server and the answer."""
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        if not self.ensure(max(0.0, deadline - time.monotonic())) or self._writer is None:
             return None
-        writer = self._writer
-        if writer is None:
+        fut = self._send_request(self._writer, method, params)
+        try:
+            return fut.result(timeout=max(0.0, deadline - time.monotonic()))
+        except FutureTimeout:
+            fut.cancel()
+            self._waiting.pop(next((k for k, v in list(self._waiting.items()) if v is fut), -1), None)
             return None
-        return self._request_with(writer, method, params, self.timeout if timeout is None else timeout)
 
-    def notify(self, method: str, params: dict[str, Any]) -> bool:
-        if not self._ensure() or self._writer is None:
+    def notify(self, method: str, params: dict[str, Any], timeout: float | None = None) -> bool:
+        if not self.ensure(self.timeout if timeout is None else timeout) or self._writer is None:
             return False
         try:
             self._writer.send({"jsonrpc": "2.0", "method": method, "params": params})
