@@ -40,6 +40,7 @@ from ..display import code_display, show, warnings_text
 from ..frontend import FrontEnd
 from ..lsp import replies
 from ..lsp.assist import Assistant
+from ..lsp.ipython import is_slang_cell
 from ..session import CODE_TARGETS, Session
 from . import completion
 from .display import SlangKernelError
@@ -276,7 +277,7 @@ class SlangKernel(IPythonKernel):
 
     def do_complete(self, code: str, cursor_pos: int | None) -> Any:
         cursor_pos = len(code) if cursor_pos is None else cursor_pos
-        if parse_cell(code).kind != "slang":
+        if parse_cell(code).kind != "slang" and not is_slang_cell(code):
             reply = super().do_complete(code, cursor_pos)
             head = code[:cursor_pos]
             if re.fullmatch(r"\s*%\w*", head):  # a line magic being typed: ours or IPython's
@@ -302,7 +303,7 @@ class SlangKernel(IPythonKernel):
         return None
 
     def do_inspect(self, code: str, cursor_pos: int, detail_level: int = 0, omit_sections: Any = ()) -> Any:
-        if parse_cell(code).kind != "slang":
+        if parse_cell(code).kind != "slang" and not is_slang_cell(code):
             return super().do_inspect(code, cursor_pos, detail_level, omit_sections)
         names, kernels = self._names()
         own = completion.inspect(code, cursor_pos, names, kernels, owner=self._owner)
