@@ -15,6 +15,8 @@ between it and the editor and does what the server cannot be told on its command
   whole documents, the server gets one ranged edit replacing the old text (it mishandles unranged
   edits);
 - diagnostics: redeclaration conflicts are dropped (a later cell may redefine a name);
+- answers: "Defined in <root>/.virtual_documents/nb.ipynb(12)" (a scratch file, a line of it)
+  reads "Defined in nb.ipynb";
 - crashes: if the server dies (Slang can crash on some inputs), a new one is started and given the
   settings and the open documents; requests in flight are answered with null. After 5 crashes
   within a minute it stops restarting and answers every request with null.
@@ -176,6 +178,8 @@ class Proxy:
                 return
             with self._lock:
                 self._pending.discard(rid)
+            if isinstance(msg.get("result"), (dict, list)):
+                msg["result"] = _text.relabel(msg["result"])
             if rid == self._init_id and isinstance(msg.get("result"), dict):
                 caps = msg["result"].setdefault("capabilities", {})
                 caps["textDocumentSync"] = {"openClose": True, "change": 1}  # whole documents

@@ -13,8 +13,8 @@ import re
 from typing import Any, Iterable
 from urllib.parse import unquote, urlparse
 
-__all__ = ["REDECLARATION_CODES", "end_position", "filtered", "keep_diagnostic", "offset_at", "position_at", "slang_view",
-           "uri_path"]
+__all__ = ["REDECLARATION_CODES", "end_position", "filtered", "keep_diagnostic", "offset_at", "position_at", "relabel",
+           "slang_view", "uri_path"]
 
 _MAGIC_LINE = re.compile(r"^[ \t]*%[%A-Za-z_].*$", re.M)
 #: Slang's diagnostics for a second declaration of a name (slang-diagnostics.lua): 30200 conflicts
@@ -60,6 +60,21 @@ def offset_at(text: str, position: dict[str, int]) -> int:
 
 def end_position(text: str) -> dict[str, int]:
     return position_at(text, len(text))
+
+
+_VIRTUAL_DEFINED_IN = re.compile(r"Defined in (?:[^\n()]*/)?\.virtual_documents/(?:[^\n()]*/)?([^/\n()]+?)(?:\.slang)?\(\d+\)")
+
+
+def relabel(value: Any) -> Any:
+    """Strings inside a server answer with "Defined in <jupyter-lsp scratch file>(line)" as
+    "Defined in <notebook>" (the scratch file's lines are not the notebook's)."""
+    if isinstance(value, str):
+        return _VIRTUAL_DEFINED_IN.sub(lambda m: f"Defined in {m.group(1)}", value) if "Defined in" in value else value
+    if isinstance(value, list):
+        return [relabel(v) for v in value]
+    if isinstance(value, dict):
+        return {k: relabel(v) for k, v in value.items()}
+    return value
 
 
 def uri_path(uri: str) -> str:
