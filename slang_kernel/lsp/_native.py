@@ -9,6 +9,8 @@ symbol (no C API wraps it), so it is called by its Itanium-mangled name; its one
 from __future__ import annotations
 
 import ctypes
+import os
+import signal
 import sys
 
 __all__ = ["SYMBOL", "StartupOptions", "main"]
@@ -23,9 +25,25 @@ class StartupOptions(ctypes.Structure):
     _fields_ = [("isVisualStudio", ctypes.c_bool), ("periodicDiagnosticUpdate", ctypes.c_bool)]
 
 
+def _die_with_parent() -> None:
+    """Linux: end with the parent (the proxy). The server does not notice its stdin closing, so a
+    proxy that is killed would otherwise leave it running."""
+    if not sys.platform.startswith("linux"):
+        return
+    parent = os.getppid()
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+
 def main(argv: list[str] | None = None) -> int:
     from ..compiler._lib import load
 
+    _die_with_parent()
     args = sys.argv[1:] if argv is None else argv
     lib = load()  # checks the build tag: the symbol and the struct are those of Slang 2026.12
     run = getattr(lib, SYMBOL)

@@ -39,7 +39,7 @@ __all__ = ["MODULE_DIR", "Proxy", "flatten_settings"]
 MODULE_DIR = Path(__file__).resolve().parent.parent / "slang"
 _VIRTUAL = ".virtual_documents"
 _MAX_CRASHES = 5
-_OWN_ID = "slang-kernel-proxy"
+_OWN_ID = 2_000_000_000  # id of the requests the proxy sends itself (the server wants integer ids)
 
 
 def flatten_settings(settings: Any, prefix: str = "") -> dict[str, Any]:
@@ -93,6 +93,7 @@ class Proxy:
         self._crashes: list[float] = []
         self._child: subprocess.Popen[bytes] | None = None
         self._to_server: Writer | None = None
+        self._held: list[dict[str, Any]] | None = None  # messages for a server still initializing
 
     # -- settings -------------------------------------------------------------------------------------
 
@@ -118,6 +119,9 @@ class Proxy:
                          name="slang-lsp-server").start()
 
     def _send(self, msg: dict[str, Any]) -> None:
+        if self._held is not None and msg.get("id") != _OWN_ID:
+            self._held.append(msg)  # a restarted server has not answered `initialize` yet
+            return
         if self._to_server is None:
             return
         try:
@@ -126,16 +130,26 @@ class Proxy:
             pass  # the reader sees it die and restarts it
 
     def _replay(self) -> None:
-        """A new server gets what the old one knew: initialize, settings, the open documents."""
+        """A new server gets what the old one knew: initialize, then (once it answered: a server
+        that reads messages sent before it answered `initialize` can lose its place in the stream)
+        settings, the open documents, and what the editor sent meanwhile."""
         if self._init_params is None:
             return
+        self._held = []
         self._send({"jsonrpc": "2.0", "id": _OWN_ID, "method": "initialize", "params": self._init_params})
-        if self._initialized:
-            self._send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
-            self._push_settings()
-            for uri, text in self._sent.items():
-                self._send({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
-                    "uri": uri, "languageId": "slang", "version": self._versions.get(uri, 0), "text": text}}})
+
+    def _replayed(self) -> None:
+        with self._lock:
+            held, self._held = self._held or [], None
+            if self._initialized:
+                self._send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+                self._push_settings()
+                for uri, text in self._sent.items():
+                    self._send({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
+                        "uri": uri, "languageId": "slang", "version": self._versions.get(uri, 0), "text": text}}})
+            for msg in held:  # the documents were sent as they are now: not their edits again
+                if not str(msg.get("method", "")).startswith(("textDocument/did", "workspace/didChange")):
+                    self._send(msg)
 
     def _died(self, child: subprocess.Popen[bytes]) -> None:
         with self._lock:
@@ -175,6 +189,7 @@ class Proxy:
         if method is None:  # a response
             rid = msg.get("id")
             if rid == _OWN_ID:
+                self._replayed()
                 return
             with self._lock:
                 self._pending.discard(rid)

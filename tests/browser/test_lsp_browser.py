@@ -145,5 +145,5 @@ def test_slang_cells_of_a_python_notebook_get_the_language_server(python_lab: st
         assert cells.nth(3).evaluate(ERRORS) == ["nope"]
         assert cells.nth(1).evaluate(ERRORS) == [] and cells.nth(2).evaluate(ERRORS) == []
         text = _hover(page, cells.nth(3), "sq")
-        assert "sq(float x)" in text and "Defined in lsp_python.ipynb" in text, text
+        assert "sq(float x)" in text and "Defined in lsp_python.ipynb\n" in text + "\n", text
         page.screenshot(path=str(lab_tools.ARTIFACTS / "lsp_python_hover.png"))
