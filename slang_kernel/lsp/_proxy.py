@@ -29,7 +29,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any
 
 from . import _text
 from ._wire import Writer, read_message
@@ -73,7 +73,7 @@ def notebook_dir(path: str) -> str | None:
 class Proxy:
     """Relays one editor connection to a (restartable) native Slang language server."""
 
-    def __init__(self, client_in: BinaryIO, client_out: BinaryIO, *, search_paths: tuple[str, ...] = (),
+    def __init__(self, client_in: IO[bytes], client_out: IO[bytes], *, search_paths: tuple[str, ...] = (),
                  defines: tuple[str, ...] = (), native: tuple[str, ...] | None = None) -> None:
         self._in = client_in
         self._out = Writer(client_out)
@@ -248,7 +248,7 @@ class Proxy:
             elif method == "textDocument/didChange":
                 msg = self._change(msg, params)
             elif method == "textDocument/didClose":
-                uri = (params.get("textDocument") or {}).get("uri")
+                uri = str((params.get("textDocument") or {}).get("uri"))
                 for d in (self._raw, self._sent, self._versions):
                     d.pop(uri, None)
             elif method == "exit":

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any, BinaryIO
+from typing import IO, Any
 
 __all__ = ["Writer", "read_message"]
 
 
-def read_message(stream: BinaryIO) -> dict[str, Any] | None:
+def read_message(stream: IO[bytes]) -> dict[str, Any] | None:
     """The next message, or None at the end of the stream (a frame without a length is skipped)."""
     while True:
         length = -1
@@ -39,7 +39,7 @@ def read_message(stream: BinaryIO) -> dict[str, Any] | None:
 class Writer:
     """Writes framed messages to one stream; safe to share between threads."""
 
-    def __init__(self, stream: BinaryIO) -> None:
+    def __init__(self, stream: IO[bytes]) -> None:
         self._stream = stream
         self._lock = threading.Lock()
 

@@ -64,7 +64,7 @@ class _Hook:
         return replies.inspect_reply(self.assistant(), cells, code, cursor, defines, own)
 
     def matcher(self) -> Callable[..., Any]:
-        @context_matcher()  # type: ignore[misc]
+        @context_matcher()
         def slang_cell_matcher(context: Any) -> dict[str, Any]:
             text = context.full_text
             if not is_slang_cell(text):
