@@ -40,12 +40,11 @@ from ..display import code_display, show, warnings_text
 from ..frontend import FrontEnd
 from ..lsp import replies
 from ..lsp.assist import Assistant
-from ..lsp.ipython import is_slang_cell
 from ..session import CODE_TARGETS, Session
 from . import completion
 from .display import SlangKernelError
 from .language import LANGUAGE_INFO
-from .source import Magic, parse_cell
+from .source import Magic, is_slang_cell, parse_cell
 
 __all__ = ["SlangKernel", "parse_run_args"]
 

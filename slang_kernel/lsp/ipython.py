@@ -10,23 +10,18 @@ The Slang kernel answers its cells itself and gets neither.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Callable
 
 from IPython.core.completer import SimpleCompletion, context_matcher
 from IPython.core.interactiveshell import InteractiveShell
 
 from ..frontend import FrontEnd
+from ..kernel.completion import inspect as own_inspect
+from ..kernel.source import is_slang_cell
 from . import replies
 from .assist import Assistant
 
-__all__ = ["is_slang_cell", "register"]
-
-_HEADER = re.compile(r"^\s*%%slang\b")
-
-
-def is_slang_cell(code: str) -> bool:
-    return bool(_HEADER.match(code))
+__all__ = ["register"]
 
 
 class _Hook:
@@ -57,10 +52,8 @@ class _Hook:
         return replies.complete_reply(self.assistant(), cells, code, cursor, defines, names, kernels)
 
     def inspect(self, code: str, cursor: int) -> dict[str, Any]:
-        from ..kernel import completion
-
         cells, defines, names, kernels = self._state()
-        own = completion.inspect(code, cursor, names, kernels)
+        own = own_inspect(code, cursor, names, kernels)
         return replies.inspect_reply(self.assistant(), cells, code, cursor, defines, own)
 
     def matcher(self) -> Callable[..., Any]:
@@ -97,9 +90,7 @@ class _Hook:
 def register(shell: InteractiveShell) -> None:
     """Install the `%%slang` completion matcher and inspection handler once per shell."""
     kernel = getattr(shell, "kernel", None)
-    from ..kernel.kernel import SlangKernel
-
-    if isinstance(kernel, SlangKernel):
+    if getattr(kernel, "implementation", "") == "slang_kernel":  # the Slang kernel answers its cells itself
         return
     completer = getattr(shell, "Completer", None)
     if completer is None or any(getattr(m, "__name__", "") == "slang_cell_matcher"

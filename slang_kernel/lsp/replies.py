@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence
 
 from ..compiler.reflection import DeclInfo
 from ..frontend import FrontEnd
-from ..kernel import completion
+from ..kernel.completion import after_dot, complete, receiver_type
 from ..kernel.language import BUILTIN_TYPES, vector_length
 from .assist import Assistant, CellText
 
@@ -51,7 +51,7 @@ def plain(markdown: str) -> str:
 
 
 def _builtin_receiver(code: str, cursor: int, names: Mapping[str, DeclInfo]) -> bool:
-    t = completion.receiver_type(code, cursor, names)
+    t = receiver_type(code, cursor, names)
     if t is None:
         return False
     base = re.sub(r"\s+", "", t).split("<")[0].split("::")[-1]
@@ -61,12 +61,12 @@ def _builtin_receiver(code: str, cursor: int, names: Mapping[str, DeclInfo]) -> 
 def complete_reply(assistant: Assistant | None, cells: Sequence[CellText], code: str, cursor: int,
                    defines: Mapping[str, str], names: Mapping[str, DeclInfo], kernels: Sequence[str],
                    kernel_params: Any = None) -> dict[str, Any]:
-    own = completion.complete(code, cursor, names, kernels, kernel_params=kernel_params)
+    own = complete(code, cursor, names, kernels, kernel_params=kernel_params)
     line = code[code.rfind("\n", 0, cursor) + 1:cursor]
     if assistant is None or line.lstrip().startswith("%"):
         return own.reply()
-    after_dot = completion.after_dot(code, cursor)
-    if after_dot and own.matches and _builtin_receiver(code, cursor, names):
+    dotted = after_dot(code, cursor) is not None
+    if dotted and own.matches and _builtin_receiver(code, cursor, names):
         return own.reply()
     found = assistant.complete(cells, code, cursor, defines)
     if found is None or not found.matches:
