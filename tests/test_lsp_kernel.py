@@ -49,7 +49,7 @@ def test_shift_tab_in_a_slang_cell(kernel: PythonKernel) -> None:
     r = kernel.request("inspect", code, len(code))
     md = r["data"]["text/markdown"]
     assert r["found"] and "func cube(float x) -> float" in md, md
-    assert re.search(r"Defined in In\[\d+\], line 1", md), md
+    assert re.search(r"Defined in In\[\d+\], line 2", md), md  # line 1 is the %%slang line
     # hover on a name: the struct from an earlier cell
     code = "%%slang\nCounter c;"
     r = kernel.request("inspect", code, code.index("Counter") + 2)

@@ -17,18 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from ..scanner import declared_names
 from . import _text
 from .client import LanguageClient
 
-__all__ = ["Assistant", "CellText", "Completions", "Layout", "top_level_names"]
+__all__ = ["Assistant", "CellText", "Completions", "Layout"]
 
 # LSP CompletionItemKind -> the type names JupyterLab shows beside a completion
 _KINDS = {1: "text", 2: "method", 3: "function", 4: "constructor", 5: "field", 6: "variable", 7: "class",
           8: "interface", 9: "module", 10: "property", 12: "value", 13: "enum", 14: "keyword", 15: "snippet",
           20: "enum member", 21: "constant", 22: "struct", 25: "type parameter"}
-_DECL = re.compile(r"^(?:\[[^\]]*\]\s*)*(?:(?:public|static|const|export|uniform|inline|internal)\s+)*"
-                   r"(?:struct|interface|enum|class|typealias|typedef)?\s*[A-Za-z_][\w<>,:\s]*?\b([A-Za-z_]\w*)\s*[({;=:]",
-                   re.M)
 _DEFINED_IN = re.compile(r"Defined in (.+?)\((\d+)\)")
 
 
@@ -64,26 +62,6 @@ class Completions:
     matches: tuple[str, ...]
     types: tuple[str, ...]
     start: int
-
-
-def top_level_names(text: str) -> frozenset[str]:
-    """Names a cell declares at its outer level (functions, types, globals), read off the text."""
-    from ..kernel.completion import mask_code
-
-    masked, _ = mask_code(text)
-    flat, depth = [], 0
-    for ch in masked:
-        if ch == "}":
-            depth -= 1
-        if depth == 0:
-            flat.append(ch)
-        if ch == "{":
-            depth += 1
-    names = set()
-    for m in _DECL.finditer("".join(flat)):
-        if m.group(1) not in ("return", "if", "for", "while", "import"):
-            names.add(m.group(1))
-    return frozenset(names)
 
 
 class _Client(LanguageClient):
@@ -125,12 +103,12 @@ class Assistant:
                 "uri": self.uri, "languageId": "slang", "version": self._version, "text": self._text}})
 
     def layout(self, cells: Sequence[CellText], code: str) -> Layout:
-        mine = top_level_names(code)
+        mine = declared_names(code)
         parts: list[str] = []
         starts: list[tuple[str, int]] = []
         line = 0
         for c in cells:
-            theirs = top_level_names(c.text)
+            theirs = declared_names(c.text)
             if theirs and theirs <= mine:
                 continue
             body = c.text if c.text.endswith("\n") else c.text + "\n"
