@@ -36,6 +36,7 @@ from ._wire import Writer, read_message
 
 __all__ = ["MODULE_DIR", "Proxy", "flatten_settings"]
 
+# the folder the Session searches too (session.MODULE_DIR, not imported: this process stays light)
 MODULE_DIR = Path(__file__).resolve().parent.parent / "slang"
 _VIRTUAL = ".virtual_documents"
 _MAX_CRASHES = 5

@@ -62,7 +62,7 @@ def end_position(text: str) -> dict[str, int]:
     return position_at(text, len(text))
 
 
-_VIRTUAL_DEFINED_IN = re.compile(r"Defined in (?:[^\n()]*/)?\.virtual_documents/(?:[^\n()]*/)?([^/\n()]+?)(?:\.[\w-]*slang)?\(\d+\)")
+_VIRTUAL_DEFINED_IN = re.compile(r"Defined in (?:[^\n()]*/)?\.virtual_documents/(?:[^\n()]*/)?([^/\n()]+?\.ipynb|[^/\n()]+?)(?:\.[\w.-]*)?\(\d+\)")
 
 
 def relabel(value: Any) -> Any:

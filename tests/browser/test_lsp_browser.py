@@ -2,9 +2,12 @@
 in a Slang-kernel notebook, before any cell runs, hovering `sq` (Ctrl held) shows its signature from two
 cells above, Alt+click jumps there, typing `sq(` shows the signature, a typo is underlined, and the
 kernel's line magics and a `%%python` cell are not Slang errors; in a Python notebook, the same for
-`%%slang` cells. Screenshots: artifacts/lsp_*.png."""
+`%%slang` cells. In Notebook 7, Shift-Tab is the kernel's inspect_request, answered by the same
+server. Screenshots: artifacts/lsp_*.png."""
 
 from __future__ import annotations
+
+import time
 
 import pytest
 
@@ -147,3 +150,44 @@ def test_slang_cells_of_a_python_notebook_get_the_language_server(python_lab: st
         text = _hover(page, cells.nth(3), "sq")
         assert "sq(float x)" in text and "Defined in lsp_python.ipynb\n" in text + "\n", text
         page.screenshot(path=str(lab_tools.ARTIFACTS / "lsp_python_hover.png"))
+
+
+@pytest.fixture(scope="module")
+def notebook7(tmp_path_factory: pytest.TempPathFactory, lab_tools):
+    cells = ["float sq(float x) { return x * x; }", "float k = sq("]
+    with lab_tools.jupyterlab(tmp_path_factory.mktemp("lspnb7"), cells, "lsp_nb7.ipynb",
+                              kernelspec=lab_tools.SLANG_KERNELSPEC, app="notebook") as url:
+        yield url
+
+
+def test_shift_tab_in_notebook7_is_answered_by_the_server(notebook7: str, lab_tools) -> None:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    with lab_tools.chromium_page("lsp_nb7_failure.png", 1200, 700) as page:
+        page.goto(notebook7)
+        page.wait_for_selector(".jp-Notebook", timeout=60_000)
+        cells = page.locator(".jp-Notebook .jp-Cell")
+        # Notebook 7 says nowhere when the kernel is connected: Shift+Enter until the cell is queued
+        deadline = time.monotonic() + 90
+        while True:
+            cells.nth(0).locator(".jp-InputArea-editor").click()
+            page.keyboard.press("Shift+Enter")
+            try:
+                page.wait_for_function("(c) => /\\[(\\d+|\\*)\\]/.test(c.querySelector('.jp-InputPrompt').textContent)",
+                                       arg=cells.nth(0).element_handle(), timeout=5_000)
+                break
+            except PlaywrightTimeout:
+                assert time.monotonic() < deadline, "the first cell never ran"
+        page.wait_for_function("(c) => /\\[\\d+\\]/.test(c.querySelector('.jp-InputPrompt').textContent)",
+                               arg=cells.nth(0).element_handle(), timeout=90_000)
+        editor = cells.nth(1).locator(".jp-InputArea-editor")
+        editor.click()
+        page.keyboard.press("End")
+        page.keyboard.press("Shift+Tab")
+        tip = page.locator(".jp-Tooltip").first
+        tip.wait_for(state="visible", timeout=60_000)
+        page.wait_for_function("() => /func sq/.test(document.querySelector('.jp-Tooltip').innerText)",
+                               timeout=60_000)
+        text = tip.inner_text()
+        page.screenshot(path=str(lab_tools.ARTIFACTS / "lsp_notebook7_shift_tab.png"))
+    assert "func sq(float x) -> float" in text and "Defined in In[1], line 1" in text, text
