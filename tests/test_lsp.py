@@ -44,8 +44,8 @@ class Doc:
         self.version += 1
         self.text = text
         self.client.diagnostics.pop(self.uri, None)
-        self.client.notify("textDocument/didChange", {"textDocument": {"uri": self.uri, "version": self.version},
-                                                      "contentChanges": [{"text": text}]})
+        self.client.notify("textDocument/didChange", {
+            "textDocument": {"uri": self.uri, "version": self.version}, "contentChanges": [{"text": text}]})
 
     def ask(self, method: str, needle: str, after: int = 0, **extra: Any) -> Any:
         return self.client.request(method, {"textDocument": {"uri": self.uri},
@@ -55,7 +55,8 @@ class Doc:
         """The server's diagnostics of the current text, but the sentinel's (which must be there; the
         server folds errors of one code into the first one's relatedInformation)."""
         def mentions(d: dict[str, Any]) -> bool:
-            return any("undefined_sentinel" in m.get("message", "") for m in [d, *d.get("relatedInformation", ())])
+            related = [d, *d.get("relatedInformation", ())]
+            return any("undefined_sentinel" in m.get("message", "") for m in related)
 
         deadline = time.monotonic() + 60
         while not any(mentions(d) for d in self.client.diagnostics.get(self.uri, ())):

@@ -100,7 +100,8 @@ class Proxy:
 
     def settings(self) -> dict[str, Any]:
         out = dict(self._user)
-        out["slang.additionalSearchPaths"] = [*self._paths, *(self._user.get("slang.additionalSearchPaths") or [])]
+        theirs = self._user.get("slang.additionalSearchPaths") or []
+        out["slang.additionalSearchPaths"] = [*self._paths, *theirs]
         out["slang.predefinedMacros"] = [*self._defines, *(self._user.get("slang.predefinedMacros") or [])]
         out.setdefault("slang.searchInAllWorkspaceDirectories", False)
         return out
@@ -146,8 +147,10 @@ class Proxy:
                 self._send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
                 self._push_settings()
                 for uri, text in self._sent.items():
-                    self._send({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
-                        "uri": uri, "languageId": "slang", "version": self._versions.get(uri, 0), "text": text}}})
+                    doc = {"uri": uri, "languageId": "slang", "version": self._versions.get(uri, 0),
+                           "text": text}
+                    self._send({"jsonrpc": "2.0", "method": "textDocument/didOpen",
+                                "params": {"textDocument": doc}})
             for msg in held:  # the documents were sent as they are now: not their edits again
                 if not str(msg.get("method", "")).startswith(("textDocument/did", "workspace/didChange")):
                     self._send(msg)

@@ -13,8 +13,8 @@ import re
 from typing import Any, Iterable
 from urllib.parse import unquote, urlparse
 
-__all__ = ["REDECLARATION_CODES", "end_position", "filtered", "keep_diagnostic", "offset_at", "position_at", "relabel",
-           "slang_view", "uri_path"]
+__all__ = ["REDECLARATION_CODES", "end_position", "filtered", "keep_diagnostic", "offset_at", "position_at",
+           "relabel", "slang_view", "uri_path"]
 
 _MAGIC_LINE = re.compile(r"^[ \t]*%[%A-Za-z_].*$", re.M)
 #: Slang's diagnostics for a second declaration of a name (slang-diagnostics.lua): 30200 conflicts
@@ -62,14 +62,18 @@ def end_position(text: str) -> dict[str, int]:
     return position_at(text, len(text))
 
 
-_VIRTUAL_DEFINED_IN = re.compile(r"Defined in (?:[^\n()]*/)?\.virtual_documents/(?:[^\n()]*/)?([^/\n()]+?\.ipynb|[^/\n()]+?)(?:\.[\w.-]*)?\(\d+\)")
+# "Defined in <root>/.virtual_documents/sub/nb.ipynb.python-slang.slang(12)": group 1 is "nb.ipynb"
+_VIRTUAL_DEFINED_IN = re.compile(r"Defined in (?:[^\n()]*/)?\.virtual_documents/(?:[^\n()]*/)?"
+                                 r"([^/\n()]+?\.ipynb|[^/\n()]+?)(?:\.[\w.-]*)?\(\d+\)")
 
 
 def relabel(value: Any) -> Any:
     """Strings inside a server answer with "Defined in <jupyter-lsp scratch file>(line)" as
     "Defined in <notebook>" (the scratch file's lines are not the notebook's)."""
     if isinstance(value, str):
-        return _VIRTUAL_DEFINED_IN.sub(lambda m: f"Defined in {m.group(1)}", value) if "Defined in" in value else value
+        if "Defined in" not in value:
+            return value
+        return _VIRTUAL_DEFINED_IN.sub(lambda m: f"Defined in {m.group(1)}", value)
     if isinstance(value, list):
         return [relabel(v) for v in value]
     if isinstance(value, dict):

@@ -13,6 +13,7 @@ import re
 import shutil
 import tempfile
 import time
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -80,6 +81,7 @@ class Assistant:
         self._dir = Path(tempfile.mkdtemp(prefix="slang-kernel-lsp-"))
         self._path = self._dir / "notebook.slang"
         self._path.write_text("")  # the server canonicalises paths: the file must exist
+        self._cleanup = weakref.finalize(self, shutil.rmtree, str(self._dir), True)
         self.uri = self._path.as_uri()
         self._text: str | None = None
         self._version = 0
@@ -89,7 +91,7 @@ class Assistant:
 
     def close(self) -> None:
         self.client.close()
-        shutil.rmtree(self._dir, ignore_errors=True)
+        self._cleanup()
 
     # -- the document ---------------------------------------------------------------------------------
 

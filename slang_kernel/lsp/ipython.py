@@ -66,7 +66,8 @@ class _Hook:
             cursor = sum(len(s) + 1 for s in lines[:context.cursor_line]) + context.cursor_position
             reply = self.complete(text, cursor)
             kinds = {t["text"]: t.get("type") for t in reply["metadata"]["_jupyter_types_experimental"]}
-            return {"completions": [SimpleCompletion(m, type=kinds.get(m) or "text") for m in reply["matches"]],
+            found = [SimpleCompletion(m, type=kinds.get(m) or "text") for m in reply["matches"]]
+            return {"completions": found,
                     "matched_fragment": text[reply["cursor_start"]:cursor], "suppress": True}
         return slang_cell_matcher
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 from ..compiler.reflection import DeclInfo
 from ..frontend import FrontEnd
@@ -24,6 +24,7 @@ from .assist import Assistant, CellText
 
 __all__ = ["assistant_from_env", "complete_reply", "inspect_reply", "notebook", "plain"]
 
+T = TypeVar("T")
 _BUILTIN_BASES = {t.split("<")[0] for t in BUILTIN_TYPES}
 
 
@@ -43,6 +44,14 @@ def notebook(frontend: FrontEnd) -> tuple[list[CellText], dict[str, str]]:
         return [CellText(frontend.label(n), s.cell(n).source) for n in s.cells], s.defines
     except Exception:  # a session being rebuilt: answer without the earlier cells
         return [], {}
+
+
+def _ask(question: Callable[..., T], *args: Any) -> T | None:
+    """The server's answer, or None when asking failed in any way: Tab never raises because of it."""
+    try:
+        return question(*args)
+    except Exception:
+        return None
 
 
 def plain(markdown: str) -> str:
@@ -68,7 +77,7 @@ def complete_reply(assistant: Assistant | None, cells: Sequence[CellText], code:
     dotted = after_dot(code, cursor) is not None
     if dotted and own.matches and _builtin_receiver(code, cursor, names):
         return own.reply()
-    found = assistant.complete(cells, code, cursor, defines)
+    found = _ask(assistant.complete, cells, code, cursor, defines)
     if found is None or not found.matches:
         return own.reply()
     word = code[found.start:cursor]
@@ -78,14 +87,15 @@ def complete_reply(assistant: Assistant | None, cells: Sequence[CellText], code:
     for m, kind in zip(found.matches, found.types):
         if m not in matches and m != word:
             matches.append(m)
-            types.append({"start": found.start, "end": cursor, "text": m, "type": kind or "text", "signature": ""})
+            types.append({"start": found.start, "end": cursor, "text": m, "type": kind or "text",
+                          "signature": ""})
     return {"matches": matches, "cursor_start": found.start, "cursor_end": cursor,
             "metadata": {"_jupyter_types_experimental": types}, "status": "ok"}
 
 
 def inspect_reply(assistant: Assistant | None, cells: Sequence[CellText], code: str, cursor: int,
                   defines: Mapping[str, str], own: str | None) -> dict[str, Any]:
-    server = assistant.inspect(cells, code, cursor, defines) if assistant is not None else None
+    server = _ask(assistant.inspect, cells, code, cursor, defines) if assistant is not None else None
     if server is None and own is None:
         return {"status": "ok", "found": False, "data": {}, "metadata": {}}
     md = [server] if server else []

@@ -21,7 +21,8 @@ def slang_language_server(manager: Any = None) -> dict[str, Any]:
             "languages": ["slang"],
             "mime_types": ["text/x-slang"],
             "display_name": "Slang (slang-kernel)",
-            "urls": {"home": "https://shader-slang.org/", "issues": "https://github.com/shader-slang/slang/issues"},
+            "urls": {"home": "https://shader-slang.org/",
+                     "issues": "https://github.com/shader-slang/slang/issues"},
             "install": {"pip": "pip install 'slang-kernel[lsp]'"},
             "requires_documents_on_disk": True,
         }

@@ -30,6 +30,7 @@ PYTHON_CELLS = [
     "%%slang\nfloat g(float y) { return sq(y) + nope; }",
 ]
 
+QUEUED_OR_RUN = "(c) => /\\[(\\d+|\\*)\\]/.test(c.querySelector('.jp-InputPrompt').textContent)"
 ERRORS = "(c) => [...c.querySelectorAll('.cm-lintRange-error')].map((e) => e.textContent)"
 
 
@@ -117,8 +118,8 @@ def test_slang_notebook_gets_the_language_server(slang_lab: str, lab_tools) -> N
         page.keyboard.down("Alt")
         page.mouse.click(at["x"], at["y"])
         page.keyboard.up("Alt")
-        page.wait_for_function("(c) => c.classList.contains('jp-mod-active')", arg=cells.nth(0).element_handle(),
-                               timeout=30_000)
+        page.wait_for_function("(c) => c.classList.contains('jp-mod-active')",
+                               arg=cells.nth(0).element_handle(), timeout=30_000)
         page.screenshot(path=str(shots / "lsp_jump.png"))
 
         # typing `sq(` in the last cell shows the signature
@@ -173,8 +174,7 @@ def test_shift_tab_in_notebook7_is_answered_by_the_server(notebook7: str, lab_to
             cells.nth(0).locator(".jp-InputArea-editor").click()
             page.keyboard.press("Shift+Enter")
             try:
-                page.wait_for_function("(c) => /\\[(\\d+|\\*)\\]/.test(c.querySelector('.jp-InputPrompt').textContent)",
-                                       arg=cells.nth(0).element_handle(), timeout=5_000)
+                page.wait_for_function(QUEUED_OR_RUN, arg=cells.nth(0).element_handle(), timeout=5_000)
                 break
             except PlaywrightTimeout:
                 assert time.monotonic() < deadline, "the first cell never ran"
