@@ -15,6 +15,7 @@ from typing import Any, Iterator
 
 import pytest
 
+from slang_kernel.lsp import _text
 from slang_kernel.lsp.client import LanguageClient
 
 # a notebook's Slang cells as jupyterlab-lsp joins them: cell after cell, blank lines between
@@ -104,6 +105,33 @@ def test_diagnostics_as_a_notebook_reads(client: LanguageClient, tmp_path: Path)
     (d,) = doc.diagnostics()
     assert d["severity"] == 1 and "undefined_thing" in d["message"]
     assert d["range"]["start"] == _pos(doc.text, "undefined_thing")
+
+
+def test_the_latest_declaration_wins(client: LanguageClient, tmp_path: Path) -> None:
+    # as in the session: a later cell's struct and same-signature function replace the earlier ones;
+    # a function with other parameter types is an overload and stays
+    text = ("struct S { float a; };\nfloat f(float x) { return 1; }\nfloat f(int i) { return 3; }\n\n"
+            "struct S { float b; };\nfloat f(float y) { return 2; }\n\n"
+            "void use(S s) { s.b; f(1.0); f(2); }\n" + SENTINEL)
+    doc = Doc(client, tmp_path / "shadow.slang", text)
+    assert doc.diagnostics() == []
+    doc.change(text + "void members(S s) { s.; }\n")
+    items = doc.ask("textDocument/completion", "s.;", 2, context={"triggerKind": 2, "triggerCharacter": "."})
+    assert {i["label"] for i in (items["items"] if isinstance(items, dict) else items)} == {"b"}
+    (loc,) = doc.ask("textDocument/definition", "f(1.0)")
+    assert loc["range"]["start"]["line"] == 5   # float f(float y), not line 1
+    (loc,) = doc.ask("textDocument/definition", "f(2)")
+    assert loc["range"]["start"]["line"] == 2   # the int overload
+
+
+def test_slang_view_keeps_positions() -> None:
+    text = ("float f(float x) { return 1; }\n%backend cpu\nfloat f(float y)\n{ return 2; }\n"
+            "float f(int z) { return 3; }\nS s; s.")
+    view = _text.slang_view(text)
+    assert len(view) == len(text) and view.count("\n") == text.count("\n")
+    lines = view.split("\n")
+    assert lines[0].strip() == "" and lines[1].strip() == ""   # replaced, and the magic line
+    assert lines[2:6] == text.split("\n")[2:6]   # `s.` being typed is no declaration of `s`
 
 
 def test_search_path_and_defines(client: LanguageClient, tmp_path: Path) -> None:

@@ -230,10 +230,10 @@ class Assistant:
         """What Shift-Tab shows: the hover of the name at the cursor, and the signature of the call
         the cursor is in (`sq(|`), whichever the server has."""
         parts = []
-        word_here = cursor > 0 and (code[cursor - 1].isalnum() or code[cursor - 1] == "_") or (
-            cursor < len(code) and (code[cursor].isalnum() or code[cursor] == "_"))
-        if word_here:
-            h = self.hover(cells, code, cursor, defines)
+        def ident(i: int) -> bool:
+            return 0 <= i < len(code) and (code[i].isalnum() or code[i] == "_")
+        if ident(cursor) or ident(cursor - 1):  # on a name, or just after one (`sq|(`)
+            h = self.hover(cells, code, cursor if ident(cursor) else cursor - 1, defines)
             if h:
                 parts.append(h)
         s = self.signature(cells, code, cursor, defines)
