@@ -38,6 +38,7 @@ __all__ = ["MODULE_DIR", "Proxy", "flatten_settings"]
 
 # the folder the Session searches too (session.MODULE_DIR, not imported: this process stays light)
 MODULE_DIR = Path(__file__).resolve().parent.parent / "slang"
+NATIVE = Path(__file__).resolve().with_name("_native.py")
 _VIRTUAL = ".virtual_documents"
 _MAX_CRASHES = 5
 _OWN_ID = 2_000_000_000  # id of the requests the proxy sends itself (the server wants integer ids)
@@ -81,7 +82,7 @@ class Proxy:
         self._paths = [str(MODULE_DIR), *search_paths]
         self._defines = list(defines)
         self._user: dict[str, Any] = {}
-        self._native = native or (sys.executable, "-m", "slang_kernel.lsp._native", "--periodic")
+        self._native = native or (sys.executable, str(NATIVE), "--periodic")
         self._lock = threading.RLock()
         self._raw: dict[str, str] = {}     # uri -> the editor's text
         self._sent: dict[str, str] = {}    # uri -> what the server has (slang_view of it)
@@ -169,7 +170,7 @@ class Proxy:
                   + ("restarting it" if len(self._crashes) <= _MAX_CRASHES else "not restarting it again"),
                   file=sys.stderr, flush=True)
             if len(self._crashes) > _MAX_CRASHES:
-                self._child, self._to_server = None, None
+                self._child, self._to_server, self._held = None, None, None
                 return
             self._start()
             self._replay()
