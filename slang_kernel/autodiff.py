@@ -13,29 +13,17 @@ from typing import Any, Protocol, Sequence
 
 import numpy as np
 
+from . import scanner
 from .backends import Backend
 from .backends.packing import element_dtype
 from .cells import Cell
 from .compiled import CompiledKernel, CompileRequest
 from .compiler.reflection import FunctionInfo
 from .errors import ParameterError
+from .protocols import FunctionService
 
-__all__ = ["FunctionHost", "GradCheck", "SlangFunction"]
+__all__ = ["GradCheck", "SlangFunction"]
 
-
-class FunctionHost(Protocol):
-    """What a SlangFunction needs of its session (the Session's public API)."""
-
-    backend: Backend
-    revision: int
-
-    @property
-    def cells(self) -> tuple[str, ...]: ...
-    def cell(self, name: str) -> Cell: ...
-    def function_info(self, name: str) -> tuple[Cell, tuple[FunctionInfo, ...]]: ...
-    def request(self, op: str, *, source: str | None = None, upto: str | None = None, what: str | None = None,
-                entries: Sequence[str] = (), target: str | None = None) -> CompileRequest: ...
-    def compile(self, req: CompileRequest) -> dict[str, CompiledKernel]: ...
 
 ENTRY = "sk_entry"
 GROUP = 64
@@ -60,7 +48,7 @@ class GradCheck:
 class SlangFunction:
     """Call with numpy arrays (broadcast like numpy); `.fwd` and `.bwd` give derivatives."""
 
-    def __init__(self, session: FunctionHost, name: str) -> None:
+    def __init__(self, session: FunctionService, name: str) -> None:
         self.session = session
         self.name = name
         self._last: dict[tuple[str, str, str, int], tuple[CompiledKernel, list[tuple[str, str, str]]]] = {}
@@ -100,7 +88,7 @@ class SlangFunction:
             return True
         for cell_name in self.session.cells:
             cell = self.session.cell(cell_name)
-            if re.search(rf"\bstruct\s+{re.escape(tname)}\s*:[^{{]*\bIDifferentiable\b", cell.source):
+            if "IDifferentiable" in scanner.conformances(cell.source, tname):
                 return True
         return False
 

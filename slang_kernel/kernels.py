@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
 from .backends import Backend
 from .compiled import CompiledKernel, Specialization
+from .protocols import KernelService
 from .specialize import SpecializationError
 from .compiler.reflection import EntryPointInfo, ParamInfo
 from .errors import BoundsError, DeviceLost, KernelCrash, KernelInterrupted, KernelTimeout, OutOfRangeWarning, ParameterError
@@ -18,27 +19,8 @@ if TYPE_CHECKING:
     from .profiling import Profile
     from .thread_debug import ThreadDebug
 
-__all__ = ["BoundsError", "ComputeKernel", "DeviceLost", "KernelCrash", "KernelHost", "KernelInterrupted",
+__all__ = ["BoundsError", "ComputeKernel", "DeviceLost", "KernelCrash", "KernelInterrupted",
            "KernelTimeout", "OutOfRangeWarning", "check_parameters", "groups_for"]
-
-
-class KernelHost(Protocol):
-    """What a ComputeKernel needs of its session (the Session's public API)."""
-
-    backend: Backend
-    revision: int
-
-    def compile_entry(self, name: str, target: str | None = None,
-                      specialization: Specialization | None = None) -> CompiledKernel: ...
-    def compile_variant(self, name: str, rewrite: Callable[[str], str]) -> CompiledKernel: ...
-    def compile_inline(self, name: str, rewrite: Callable[[str, str], str]) -> CompiledKernel: ...
-    def owner(self, name: str, *, kernel: bool | None = None) -> Cell: ...
-    def closure(self, cells: Iterable[Cell]) -> list[Cell]: ...
-    def is_current(self, built_from: CompiledKernel) -> bool: ...
-    def code(self, name: str, target: str = "hlsl") -> str: ...
-    def ir(self, name: str) -> str: ...
-    def specialization(self, name: str, specialize: Mapping[str, Any] | None = None,
-                       type_conformances: Sequence[Sequence[Any]] = ()) -> Specialization: ...
 
 
 def _triple(v: int | Sequence[int], what: str) -> tuple[int, int, int]:
@@ -94,7 +76,7 @@ class ComputeKernel:
     `specialization`: what `Session.kernel(name, specialize=..., type_conformances=...)` fixed (None:
     the kernel as written); each specialization is its own compiled kernel."""
 
-    def __init__(self, session: KernelHost, name: str, specialization: Specialization | None = None) -> None:
+    def __init__(self, session: KernelService, name: str, specialization: Specialization | None = None) -> None:
         self.session = session
         self.name = name
         self.specialization = specialization or None
