@@ -132,9 +132,10 @@ class Session(_Cells, _Variants, _Layouts):
         return str(reply["ir"])
 
     def ir_graph(self, name: str, **kwargs: Any) -> dict[str, Any]:
-        from . import ir as ir_module
+        from .ir import parse_ir
+        from .ir_graph import to_graph
 
-        return ir_module.to_graph(ir_module.parse_ir(self.ir(name)), **kwargs)
+        return to_graph(parse_ir(self.ir(name)), **kwargs)
 
     # -- backend ------------------------------------------------------------------------------------
 
