@@ -30,7 +30,7 @@ from ._cuda_textures import (CudaSampler, CudaTexture, TextureBinder, dispatch_s
                              unsupported_texture_use)
 from .packing import Packer, ParameterError, buffer_array, element_dtype, fast_writer
 from ._wait import wait_polled
-from .cpu import TYPED_AS_STRUCTURED, _body
+from ._cpu_build import TYPED_AS_STRUCTURED, body as _body
 
 
 __all__ = ["CudaBackend", "create"]
