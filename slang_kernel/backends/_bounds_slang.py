@@ -1,0 +1,279 @@
+"""Checked kernels for backends that build from Slang source (Vulkan): an instrumented variant.
+
+Session(checked=True) on the CPU and CUDA checks every buffer access through the bound-check hooks
+of Slang's C++/CUDA prelude (cpu_prelude.h, cuda_prelude.h). SPIR-V has no prelude, so the
+Vulkan backend dispatches a variant of the kernel built from a rewritten copy of the kernel's cell:
+
+- every `P[i]` of a buffer or texture parameter `P` of the kernel (entry-point uniforms, globals,
+  and buffers inside struct/ConstantBuffer/ParameterBlock parameters, written `p.inner[i]`) becomes
+  `P[sk_chk_(P, i, id)]`; `P.Load(a)`/`P.Store(a, v)` of a byte-address buffer likewise check `a`;
+- `sk_chk_` compares the index with the resource's own size (GetDimensions) and, out of range,
+  counts the access in a small report buffer (`sk_bounds_`, 8 uints: count, index, size, which
+  parameter, thread id x/y/z), the first one in full, and returns an index far past the end, which
+  Vulkan's robust buffer access turns into a dropped write or a zero read;
+- the entry point gains a `SV_DispatchThreadID` parameter that sets the thread id the report names.
+
+Lines keep their numbers (diagnostics point at the user's lines). The variant is a CompiledKernel
+of its own (key `<key>/checked`, module `<name>_chk_<entry>`), so unchecked kernels are untouched and cost
+nothing. Only the kernel's own cell is rewritten: accesses inside functions of imported cells, or
+through a buffer passed to a helper function under another name, are not checked (the CPU and CUDA
+hooks check those too).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any, Callable, Iterator, Mapping
+
+import numpy as np
+
+from ..compiled import CompiledKernel
+from ..compiler.reflection import ParamInfo, TypeInfo
+from ..errors import BoundsError
+
+__all__ = ["REPORT", "Checked", "checked_paths", "checked_variant", "dispatch_checked", "instrument", "is_variant",
+           "raise_report", "with_variants"]
+
+REPORT = "sk_bounds_"          # the global report buffer the variant binds
+_FAR = "0x7FFFFFFFu"          # the index an out-of-range access is sent to (dropped / reads 0)
+_UINT = TypeInfo(kind="scalar", name="uint", size=4, alignment=4, stride=4, scalar="uint32")
+REPORT_PARAM = ParamInfo(REPORT, TypeInfo(kind="resource", name="RWStructuredBuffer<uint>", alignment=1,
+                                          element=_UINT, shape="structured_buffer", access="read_write"))
+
+_BUFFERS = ("StructuredBuffer", "RWStructuredBuffer", "Buffer", "RWBuffer")
+_TEXTURES = {"Texture1D": 1, "RWTexture1D": 1, "Texture2D": 2, "RWTexture2D": 2, "Texture3D": 3, "RWTexture3D": 3}
+
+
+def _helpers() -> str:
+    out = [
+        "\n// slang-kernel bounds checks (Session(checked=True)): see backends/_bounds_slang.py",
+        f"RWStructuredBuffer<uint> {REPORT};",
+        "static uint3 sk_bounds_tid_ = uint3(0, 0, 0);",
+        "uint sk_oob_(uint i, uint n, uint id) {",
+        f"    uint k; InterlockedAdd({REPORT}[0], 1u, k);",
+        f"    if (k == 0u) {{ {REPORT}[1] = i; {REPORT}[2] = n; {REPORT}[3] = id; {REPORT}[4] = sk_bounds_tid_.x;",
+        f"                 {REPORT}[5] = sk_bounds_tid_.y; {REPORT}[6] = sk_bounds_tid_.z; }}",
+        f"    return {_FAR}; }}",
+        "uint sk_in_(uint i, uint n, uint id) { if (i < n) return i; return sk_oob_(i, n, id); }",
+    ]
+    for b in _BUFFERS:
+        dims = "uint n, s; b.GetDimensions(n, s);" if "Structured" in b else "uint n; b.GetDimensions(n);"
+        gen = "T" if "Structured" in b else "T : ITexelElement"
+        out.append(f"uint sk_chk_<{gen}>({b}<T> b, int i, uint id) {{ {dims} return sk_in_(uint(i), n, id); }}")
+        out.append(f"uint sk_chk_<{gen}>({b}<T> b, uint i, uint id) {{ {dims} return sk_in_(i, n, id); }}")
+    for b in ("ByteAddressBuffer", "RWByteAddressBuffer"):
+        # the report counts 4-byte words, as the CPU's does
+        out.append(f"uint sk_chkb_({b} b, uint a, uint bytes, uint id) {{ uint n; b.GetDimensions(n); "
+                   "if (n >= bytes && a <= n - bytes) return a; sk_oob_(a / 4u, n / 4u, id); return " + _FAR + "; }")
+    for t, d in _TEXTURES.items():
+        names = ["w", "h", "d"][:d]
+        decl = "uint " + ", ".join(names) + ";"
+        get = f"t.GetDimensions({', '.join(names)});" if t.startswith("RW") else \
+            f"uint l; t.GetDimensions(0, {', '.join(names)}, l);"
+        if d == 1:
+            out.append(f"uint sk_chk_<T : ITexelElement>({t}<T> t, uint i, uint id) {{ {decl} {get} return sk_in_(i, w, id); }}")
+            out.append(f"uint sk_chk_<T : ITexelElement>({t}<T> t, int i, uint id) {{ return sk_chk_(t, uint(i), id); }}")
+            continue
+        vec = f"uint{d}"
+        comps = "".join(f" c.{a} = sk_in_(c.{a}, {n}, id);" for a, n in zip("xyz", names))
+        out.append(f"{vec} sk_chk_<T : ITexelElement>({t}<T> t, {vec} c, uint id) {{ {decl} {get}{comps} return c; }}")
+        out.append(f"{vec} sk_chk_<T : ITexelElement>({t}<T> t, int{d} c, uint id) {{ return sk_chk_(t, {vec}(c), id); }}")
+    return "\n".join(out) + "\n"
+
+
+_HELPERS = _helpers()
+
+
+def checked_paths(kernel: CompiledKernel) -> list[tuple[str, TypeInfo]]:
+    """The buffers and textures a checked variant checks, by the dotted path the source uses, in the
+    order of their report ids: entry-point uniforms, then globals, each with its nested resources."""
+    out: list[tuple[str, TypeInfo]] = []
+
+    def walk(path: str, t: TypeInfo, depth: int) -> None:
+        if t.is_buffer or (t.is_texture and t.shape in _SHAPES):
+            out.append((path, t))
+        elif depth < 4 and t.kind in ("struct", "constant_buffer", "parameter_block"):
+            inner = t.element if t.kind != "struct" and t.element is not None else t
+            for f in inner.fields:
+                walk(f"{path}.{f.name}", f.type, depth + 1)
+
+    for p in (*kernel.entry_point.uniforms, *kernel.reflection.globals):
+        walk(p.name, p.type, 0)
+    return out
+
+
+_SHAPES = {"texture_1d", "texture_2d", "texture_3d"}
+
+
+def _skip(src: str, i: int) -> int:
+    """Index after the comment or string literal starting at i (i itself if none starts there)."""
+    if src.startswith("//", i):
+        j = src.find("\n", i)
+        return len(src) if j < 0 else j
+    if src.startswith("/*", i):
+        j = src.find("*/", i + 2)
+        return len(src) if j < 0 else j + 2
+    if src[i] == '"':
+        j = i + 1
+        while j < len(src) and src[j] != '"':
+            j += 2 if src[j] == "\\" else 1
+        return j + 1
+    return i
+
+
+def _matching(src: str, i: int) -> int:
+    """src[i] is an opening bracket: the index of its match (comments and strings skipped)."""
+    pairs = {"(": ")", "[": "]", "{": "}"}
+    stack = []
+    while i < len(src):
+        j = _skip(src, i)
+        if j != i:
+            i = j
+            continue
+        c = src[i]
+        if c in pairs:
+            stack.append(pairs[c])
+        elif stack and c == stack[-1]:
+            stack.pop()
+            if not stack:
+                return i
+        i += 1
+    raise ValueError("unbalanced brackets")
+
+
+def _first_arg_end(src: str, i: int) -> int:
+    """src[i] is "(": the index of the comma or ")" that ends its first argument."""
+    depth = 0
+    while i < len(src):
+        j = _skip(src, i)
+        if j != i:
+            i = j
+            continue
+        c = src[i]
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+            if depth == 0:
+                return i
+        elif c == "," and depth == 1:
+            return i
+        i += 1
+    raise ValueError("unbalanced parentheses")
+
+
+def _code_matches(src: str, pattern: re.Pattern[str]) -> Iterator[re.Match[str]]:
+    i = 0
+    while i < len(src):
+        j = _skip(src, i)
+        if j != i:
+            i = j
+            continue
+        m = pattern.match(src, i)
+        if m:
+            yield m
+            i = m.end()
+        else:
+            i += 1
+
+
+_LOAD_BYTES = {"Load": 4, "Load2": 8, "Load3": 12, "Load4": 16, "Store": 4, "Store2": 8, "Store3": 12, "Store4": 16}
+
+
+def instrument(source: str, entry: str, paths: list[tuple[str, TypeInfo]]) -> str:
+    """The checked text of the kernel's cell (see the module docstring); lines keep their numbers."""
+    edits: list[tuple[int, int, str]] = []
+    entry_re = re.compile(rf"\b{re.escape(entry)}\s*\(")
+    entry_at = None
+    for m in _code_matches(source, entry_re):
+        close = _matching(source, m.end() - 1)
+        after = re.compile(r"\s*(:\s*\w+\s*)?\{").match(source, close + 1)
+        if after is not None:
+            entry_at = (m.end() - 1, close, after.end())
+    if entry_at is None:
+        raise ValueError(f"could not find the definition of `{entry}` in its cell")
+    open_, close, body = entry_at
+    sep = ", " if source[open_ + 1:close].strip() else ""
+    edits.append((close, close, f"{sep}uint3 sk_bounds_t_ : SV_DispatchThreadID"))
+    edits.append((body, body, " sk_bounds_tid_ = sk_bounds_t_;"))
+    for pid, (path, t) in enumerate(paths):
+        dotted = r"\s*\.\s*".join(re.escape(part) for part in path.split("."))
+        if t.shape == "byte_address_buffer":
+            pat = re.compile(rf"(?<![\w.]){dotted}\s*\.\s*(Load[234]?|Store[234]?)\s*(<[^<>()]*>)?\s*\(")
+            for m in _code_matches(source, pat):
+                start = m.end() - 1
+                end = _first_arg_end(source, start)
+                size = _LOAD_BYTES[m.group(1)]
+                if m.group(2):   # Load<T>: T's size is not known here; check its first 4 bytes
+                    size = 4
+                edits.append((start + 1, start + 1, f"sk_chkb_({path}, uint("))
+                edits.append((end, end, f"), {size}u, {pid}u)"))
+            continue
+        for m in _code_matches(source, re.compile(rf"(?<![\w.]){dotted}\s*\[")):
+            start = m.end() - 1
+            end = _matching(source, start)
+            edits.append((start + 1, start + 1, f"sk_chk_({path}, "))
+            edits.append((end, end, f", {pid}u)"))
+    out, pos = [], 0
+    for start, end, text in sorted(edits, key=lambda e: (e[0], e[1])):
+        out.append(source[pos:start])
+        out.append(text)
+        pos = end
+    out.append(source[pos:])
+    return "".join(out) + _HELPERS
+
+
+@dataclasses.dataclass(frozen=True)
+class Checked:
+    """A checked variant and what its report ids mean."""
+
+    kernel: CompiledKernel
+    paths: tuple[str, ...]
+
+
+def checked_variant(kernel: CompiledKernel) -> Checked:
+    """The instrumented CompiledKernel of `kernel` (its own key and module name)."""
+    if not kernel.chain:
+        raise ValueError(f"{kernel.entry}: no module sources to instrument")
+    paths = checked_paths(kernel)
+    last = kernel.chain[-1]
+    text = instrument(last.source, kernel.entry, paths)
+    chain = (*kernel.chain[:-1], dataclasses.replace(last, name=f"{last.name}_chk_{kernel.entry}", source=text,
+                                                         path=f"{last.path} (checked {kernel.entry})"))
+    refl = dataclasses.replace(kernel.reflection, globals=(*kernel.reflection.globals, REPORT_PARAM))
+    variant = dataclasses.replace(kernel, key=f"{kernel.key}/checked", chain=chain, reflection=refl,
+                                  source=text)
+    return Checked(variant, tuple(p for p, _ in paths))
+
+
+def raise_report(entry: str, report: np.ndarray, paths: tuple[str, ...]) -> None:
+    """Raise the BoundsError a report buffer (8 uints) holds; nothing when it counted no access."""
+    count, index, size, pid, x, y, z = (int(v) for v in report[:7])
+    if count:
+        name = paths[pid] if pid < len(paths) else None
+        raise BoundsError(entry, count, index, size, name, (x, y, z))
+
+
+def dispatch_checked(dispatch: Callable[[CompiledKernel, tuple[int, int, int], Mapping[str, Any]], None],
+                     variants: dict[str, Checked], kernel: CompiledKernel, groups: tuple[int, int, int],
+                     values: Mapping[str, Any]) -> None:
+    """Run the checked variant of `kernel` through `dispatch` (the backend's own) with a fresh
+    report buffer, and raise the BoundsError it reports (after in-range results were written back)."""
+    got = variants.get(kernel.key)
+    if got is None:
+        got = variants[kernel.key] = checked_variant(kernel)
+    report = np.zeros(8, np.uint32)
+    dispatch(got.kernel, groups, {**values, REPORT: report})
+    raise_report(kernel.entry, report, got.paths)
+
+
+def is_variant(kernel: CompiledKernel) -> bool:
+    return kernel.key.endswith("/checked")
+
+
+def with_variants(keys: list[str], variants: dict[str, Checked]) -> list[str]:
+    """Keys to forget, their checked variants' keys included (and those variants dropped)."""
+    for k in keys:
+        variants.pop(k, None)
+    return [*keys, *(f"{k}/checked" for k in keys)]

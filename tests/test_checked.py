@@ -1,0 +1,142 @@
+"""Session(checked=True) on every backend (`--backends`): the same out-of-range kernels give the same
+BoundsError (kernel, parameter, index, size; the same text), out-of-range writes are dropped and reads
+give 0, in-range results are written back. CPU and CUDA check through the bound-check hooks of their
+preludes, Vulkan through an instrumented variant of the kernel's cell (backends/_bounds_slang.py)."""
+
+from __future__ import annotations
+
+import os
+from typing import Iterator
+
+import numpy as np
+import pytest
+
+import slang_kernel as sk
+from slang_kernel.backends._bounds_slang import checked_paths, checked_variant
+
+OOB = """
+[shader("compute")][numthreads(64, 1, 1)]
+void oob_write(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> dst,
+               uniform StructuredBuffer<float> src, uniform uint shift)
+{ dst[t.x + shift] = src[t.x]; }
+
+[shader("compute")][numthreads(64, 1, 1)]
+void oob_read(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> dst,
+              uniform StructuredBuffer<float> src, uniform uint shift)
+{ dst[t.x] = src[t.x + shift] + 1; }
+
+struct Holder { RWStructuredBuffer<float> inner; float k; };
+[shader("compute")][numthreads(64, 1, 1)]
+void oob_nested(uint3 t: SV_DispatchThreadID, uniform Holder h, uniform uint shift)
+{ h.inner[t.x + shift] = h.k; }
+
+RWStructuredBuffer<int> counts;
+[shader("compute")][numthreads(8, 8, 1)]
+void oob_global(uint3 t: SV_DispatchThreadID, uniform uint width)
+{ counts[t.y * width + t.x] = int(t.x + 100 * t.y); }
+"""
+
+
+@pytest.fixture(scope="module")
+def checked(backend_name: str, cache_dir: str) -> Iterator[sk.Session]:
+    try:
+        s = sk.Session(backend=backend_name, cache_dir=cache_dir, checked=True)
+    except sk.BackendUnavailable as exc:
+        if backend_name == "vulkan" and os.environ.get("SLANG_KERNEL_REQUIRE_VULKAN") == "1":
+            pytest.fail(f"Vulkan is required here but: {exc}")
+        pytest.skip(f"{backend_name} backend unavailable: {exc}")
+    s.run_cell(OOB, name="oob")
+    yield s
+    s.close()
+
+
+def _cpu_text(kernel: str, count: int, index: int, size: int, buffer: str) -> str:
+    return str(sk.BoundsError(kernel, count, index, size, buffer))
+
+
+def test_one_write_past_the_end(checked: sk.Session) -> None:
+    dst = np.zeros(64, np.float32)
+    src = np.arange(64, dtype=np.float32) + 1
+    with pytest.raises(sk.BoundsError) as info:
+        checked.kernel("oob_write")(threads=64, dst=dst, src=src, shift=1)
+    e = info.value
+    assert str(e) == _cpu_text("oob_write", 1, 64, 64, "dst")   # the CPU backend's text, word for word
+    assert (e.kernel, e.buffer, e.index, e.size, e.count) == ("oob_write", "dst", 64, 64, 1)
+    if checked.backend.name != "cpu":
+        assert e.thread == (63, 0, 0)
+    np.testing.assert_array_equal(dst, np.r_[0, src[:63]])   # in range written, the one past the end dropped
+
+
+def test_many_writes_are_counted_and_dropped(checked: sk.Session) -> None:
+    dst = np.zeros(64, np.float32)
+    canary = np.full(256, 7, np.float32)   # a neighbour that a stray write would hit
+    with pytest.raises(sk.BoundsError, match=r"oob_write: 10 out-of-range access\(es\).* of `dst` \(64 elements\)") as info:
+        checked.kernel("oob_write")(threads=64, dst=dst, src=np.arange(64, dtype=np.float32), shift=10)
+    assert 64 <= info.value.index < 74
+    if checked.backend.name != "cpu":
+        assert info.value.thread is not None and info.value.thread[0] + 10 == info.value.index
+    np.testing.assert_array_equal(dst[10:], np.arange(54))
+    checked.kernel("oob_read")(threads=64, dst=canary[:64], src=canary, shift=0)   # in range: no error
+    assert (canary[64:] == 7).all()
+
+
+def test_reads_past_the_end_give_zero(checked: sk.Session) -> None:
+    dst = np.zeros(64, np.float32)
+    src = np.arange(64, dtype=np.float32)
+    with pytest.raises(sk.BoundsError) as info:
+        checked.kernel("oob_read")(threads=64, dst=dst, src=src, shift=3)
+    assert (info.value.buffer, info.value.count, info.value.index, info.value.size) == ("src", 3, 64, 64)
+    assert str(info.value) == _cpu_text("oob_read", 3, 64, 64, "src")
+    np.testing.assert_array_equal(dst, np.r_[np.arange(3, 64), [0, 0, 0]] + 1)
+
+
+def test_buffer_inside_a_struct_parameter(checked: sk.Session) -> None:
+    inner = np.zeros(32, np.float32)
+    with pytest.raises(sk.BoundsError) as info:
+        checked.kernel("oob_nested")(threads=64, h={"inner": inner, "k": 5.0}, shift=0)
+    assert (info.value.buffer, info.value.size, info.value.count) == ("h.inner", 32, 32)
+    assert (inner == 5).all()
+
+
+def test_global_buffer_2d_dispatch(checked: sk.Session) -> None:
+    counts = np.zeros(60, np.int32)   # 8x8 threads, 60 elements: the last 4 threads of row 7 are out
+    with pytest.raises(sk.BoundsError) as info:
+        checked.kernel("oob_global")(threads=(8, 8), counts=counts, width=8)
+    e = info.value
+    assert (e.buffer, e.size, e.count) == ("counts", 60, 4) and 60 <= e.index < 64
+    if checked.backend.name != "cpu":
+        assert e.thread is not None and e.thread[1] == 7 and e.thread[0] == e.index - 56
+    expect = (np.arange(64) % 8 + 100 * (np.arange(64) // 8))[:60]
+    np.testing.assert_array_equal(counts, expect)
+
+
+def test_in_range_runs_clean(checked: sk.Session) -> None:
+    dst = np.zeros(64, np.float32)
+    checked.kernel("oob_write")(threads=64, dst=dst, src=np.ones(64, np.float32), shift=0)
+    assert (dst == 1).all()
+
+
+@pytest.mark.vulkan
+def test_auto_backend_keeps_checking(cache_dir: str) -> None:
+    """backend="auto" picks Vulkan where a driver is installed (lavapipe too): checked=True still checks."""
+    with sk.Session(cache_dir=cache_dir, checked=True) as s:
+        if s.backend.name == "cpu":
+            pytest.skip("auto picked the CPU here (no Vulkan driver)")
+        s.run_cell(OOB, name="oob")
+        with pytest.raises(sk.BoundsError, match="`dst`"):
+            s.kernel("oob_write")(threads=64, dst=np.zeros(64, np.float32), src=np.zeros(64, np.float32), shift=1)
+
+
+def test_variant_rewrites_only_the_kernels_accesses(cpu_session: sk.Session) -> None:
+    """The instrumented text: each buffer access of the entry's parameters goes through sk_chk_,
+    comments and strings are left alone, and lines keep their numbers."""
+    cpu_session.run_cell(OOB + "\n// h.inner[0] in a comment\n", name="oob_text")
+    ck = cpu_session.kernel("oob_nested").compiled()
+    assert [p for p, _ in checked_paths(ck)] == ["h.inner", "counts"]   # uniforms, then globals
+    v = checked_variant(ck)
+    text = v.kernel.chain[-1].source if v.kernel.chain else ""
+    assert "h.inner[sk_chk_(h.inner, t.x + shift, 0u)]" in text
+    assert "// h.inner[0] in a comment" in text
+    assert v.kernel.key == ck.key + "/checked" and v.paths == ("h.inner", "counts")
+    user = ck.chain[-1].source
+    assert text.splitlines()[:len(user.splitlines())][-2] == user.splitlines()[-2]
