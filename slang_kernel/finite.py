@@ -20,6 +20,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
+from .backends import Backend
 from .compiled import CompiledKernel
 from .compiler.reflection import ParamInfo
 
@@ -55,6 +56,13 @@ class FiniteCheck:
         self.dispatches = 0
         self._calls: dict[str, int] = {}
         self._lock = threading.Lock()
+
+    def dispatch(self, backend: Backend, kernel: CompiledKernel, groups: tuple[int, int, int],
+                 values: Mapping[str, Any]) -> None:
+        """One dispatch on `backend`, then the scan of what it wrote (NonFiniteError)."""
+        numbers = self.count(kernel.entry)
+        backend.dispatch(kernel, groups, values)
+        self.after(kernel, values, numbers)
 
     def count(self, kernel: str) -> tuple[int, int]:
         """Count one dispatch of `kernel`: (its number in the session, its number among kernel's calls)."""

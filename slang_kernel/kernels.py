@@ -180,11 +180,8 @@ class ComputeKernel:
         check_parameters(ck, params)
         if 0 in g:
             return
-        finite = self.session.finite
-        if check_finite or (check_finite is None and finite.enabled):
-            numbers = finite.count(self.name)
-            self.session.backend.dispatch(ck, g, params)
-            return finite.after(ck, params, numbers)
+        if check_finite or (check_finite is None and self.session.finite.enabled):
+            return self.session.finite.dispatch(self.session.backend, ck, g, params)
         self.session.backend.dispatch(ck, g, params)
 
     def debug(self, thread: Sequence[int] = (0, 0, 0), *, threads: Any = None, groups: Any = None,
