@@ -25,7 +25,7 @@ void update(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> grad
             uniform StructuredBuffer<float> r, uniform StructuredBuffer<float> x, uniform float lr, uniform uint n)
 {
     if (t.x >= n) return;
-    float g = r[t.x] / x[t.x] * x[t.x] * x[t.x];   // (r / x) x^2: a relative residual, 0/0 where x is 0
+    float g = r[t.x] * sqrt(x[t.x]);   // a scaled residual: NaN where x is negative
     grad[t.x] = g;
     w[t.x] = w[t.x] - lr * g;
 }
@@ -63,7 +63,7 @@ def test_planted_nan_found_in_the_right_buffer_and_dispatch(finite: sk.Session) 
     x = rng.uniform(0.5, 2.0, n).astype(np.float32)
     y = (3 * x).astype(np.float32)
     bad_x = x.copy()
-    bad_x[37] = 0.0          # the planted zero: step 3's update divides 0 by 0 there
+    bad_x[37] = -1.0         # the planted value: step 3's update takes its square root
     d = _arrays(finite, w=np.ones(n, np.float32), r=np.zeros(n, np.float32), grad=np.zeros(n, np.float32),
                 x=x, y=y, bad_x=bad_x)
     residual, update = finite.kernel("residual"), finite.kernel("update")
@@ -83,7 +83,7 @@ def test_planted_nan_found_in_the_right_buffer_and_dispatch(finite: sk.Session) 
 def test_per_call_switch_and_clean_dispatches(finite: sk.Session) -> None:
     n = 64
     d = _arrays(finite, grad=np.zeros(n, np.float32), w=np.ones(n, np.float32), r=np.ones(n, np.float32),
-                x=np.zeros(n, np.float32))
+                x=np.full(n, -1, np.float32))
     upd = finite.kernel("update")
     upd(threads=n, check_finite=False, grad=d["grad"], w=d["w"], r=d["r"], x=d["x"], lr=0.1, n=n)  # NaN, unchecked
     x1 = _arrays(finite, x=np.ones(n, np.float32))["x"]

@@ -257,8 +257,6 @@ class CudaBackend:
         timeout = self.config.timeout
         if timeout is not None:  # (a plain synchronize reports a faulting kernel at once; polling is the opt-in)
             self._wait(stream, kernel.entry, timeout)
-        if plan.report is not None:
-            self._check_bounds(plan.report, kernel, values, stream, packer)
         if marks is not None:
             marks["events"][1].synchronize()
             marks["ran"] = time.perf_counter()
@@ -270,6 +268,8 @@ class CudaBackend:
             stream.synchronize()
         if marks is not None:
             marks["read"] = time.perf_counter()
+        if plan.report is not None:   # after the write-back: in-range results reach the arrays, as on the CPU
+            self._check_bounds(plan.report, kernel, values, stream, packer)
 
     def _wait(self, stream: Any, entry: str, timeout: float | None) -> None:
         """With Session(timeout=): poll an event recorded after the launch (see _wait.wait_polled)."""
