@@ -23,7 +23,7 @@ from typing import Any
 
 __all__ = [
     "IRSourceLoc", "IRInst", "IRBlock", "IRFunction", "IRModule", "parse_ir", "split_dump",
-    "classify_autodiff", "decode_name", "ids", "AUTODIFF_OPS",
+    "classify_autodiff", "decode_name", "demangle", "demangle_text", "ids", "AUTODIFF_OPS",
 ]
 
 Decoration = tuple[str, str]
@@ -139,6 +139,28 @@ def classify_autodiff(name: str) -> tuple[str, str] | None:
     m = _AUTODIFF_NAME.match(decode_name(name or ""))
     inner = classify_autodiff(m.group(2)) if m else None  # s_minCtx_s_bwdCallableCtx_f -> f
     return (_ROLES[m.group(1)], inner[1] if inner else m.group(2)) if m else None
+
+
+_SHOWN = {"fwd": "fwd_diff({})", "bwd": "bwd_diff({})", "bwdProp": "bwd_diff({}) propagate",
+          "primal": "bwd_diff({}) primal", "apply": "bwd_diff({}) apply", "remat": "bwd_diff({}) rematerialize",
+          "bwdCallableCtx": "bwd_diff({}) context", "minCtx": "{} (minimal)", "paramCtx": "{} (parameters)"}
+_IDENT = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
+
+
+def demangle(name: str) -> str:
+    """What a generated name means, as the user wrote it: ``sx5FbwdCallableCtxx5FsafeDivide`` ->
+    ``bwd_diff(safeDivide) context``, ``s_fwd_f`` -> ``fwd_diff(f)``; other names are decoded only."""
+    plain = decode_name(name or "")
+    m = _AUTODIFF_NAME.match(plain)
+    if not m:
+        return plain
+    return _SHOWN[m.group(1)].format(demangle(m.group(2)))
+
+
+def demangle_text(text: str) -> str:
+    """IR text with every identifier demangled (see demangle)."""
+    return _IDENT.sub(lambda m: demangle(m.group(0)) if "x5F" in m.group(0) or m.group(0).startswith("s_")
+                      else m.group(0), text)
 
 
 def split_dump(text: str) -> list[tuple[str, str]]:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from .cache import digest
 from .cells import Cell
 from .compiler.diagnostics import SlangCompileError, parse_diagnostics
-from .ir import IRFunction, IRInst, IRModule, classify_autodiff, parse_ir, split_dump
+from .ir import IRFunction, IRInst, IRModule, classify_autodiff, demangle, demangle_text, parse_ir, split_dump
 from .ir_graph import back_edges, to_graph
 
 if TYPE_CHECKING:
@@ -197,14 +197,18 @@ def function_data(f: IRFunction, cell: str, offset: int, include_debug: bool = F
             loc = None
             if i.loc and (i.loc.path in (cell, None)):
                 loc = [i.loc.line - offset, i.loc.column]
+            callee = callees.get(i.callee or "", i.callee)
+            text = demangle_text(i.text)   # shown; the raw text on hover (raw_text)
             insts.append({"id": i.id or f"L{i.line}", "name": i.name, "op": i.opcode, "type": i.type,
-                          "text": i.text, "loc": loc, "ops": list(dict.fromkeys(i.operands)),
-                          "callee": callees.get(i.callee or "", i.callee), "nodiff": any("TreatAsDifferentiable" in n or
-                                                            "treatCallAsDifferentiable" in n for n, _ in i.decorations)})
+                          "text": text, "loc": loc, "ops": list(dict.fromkeys(i.operands)),
+                          "callee": callee, "nodiff": any("TreatAsDifferentiable" in n or
+                                                          "treatCallAsDifferentiable" in n for n, _ in i.decorations),
+                          **({"raw_text": i.text} if text != i.text else {}),
+                          **({"callee_label": demangle(callee)} if callee and demangle(callee) != callee else {})})
         blocks.append({"label": b.label, "insts": insts, "succ": list(b.successors),
                        "structure": [list(s) for s in b.structure],
                        "back": [t for s, t in back if s == b.label]})
-    return {"id": f.id, "name": f.name, "role": role, "primal": primal, "user": _user_func(f),
+    return {"id": f.id, "name": f.name, "label": demangle(f.name), "role": role, "primal": primal, "user": _user_func(f),
             "decorations": [n for n, _ in f.decorations], "blocks": blocks,
             "n_insts": sum(len(b["insts"]) for b in blocks)}
 
