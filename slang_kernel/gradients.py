@@ -7,7 +7,8 @@
 * :func:`flow_graph` - the function's data-flow graph (instruction level) with inputs, no_diff
   parameters, ``no_diff``/[TreatAsDifferentiable] calls and calls of custom derivatives marked.
 * :func:`flow_values` - per node of that graph, its value and its derivative at the checked inputs
-  (``flow_eval``), so a broken derivative is seen at the node where it starts.
+  (``flow_eval``), so a broken derivative is seen at the node where it starts, and the first node
+  whose value or derivative is not finite (where a NaN/Inf starts).
 
 The IR views these build on (and the IRGraph widget's data) are in :mod:`.ir_views`; its names are
 re-exported here.
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AUTODIFF_PASS", "KNOWN_PASSES", "IRViews", "InputGrad", "GradientReport",
     "ir_views", "ir_graph_data", "graph_data_from_views", "function_data", "gradient_report", "flow_graph",
-    "flow_values",
+    "flow_values", "first_nonfinite_node",
 ]
 
 _VEC = re.compile(r"^(float|half|double)(\d)?(?:x(\d))?$")
@@ -291,6 +292,32 @@ def flow_values(fn: "SlangFunction", *args: Any, grad_out: Any = None, views: IR
         return {"nodes": {}, "note": f"{fn.name} returns no value"}
     gout = np.float64(1.0) if grad_out is None else np.asarray(grad_out, np.float64)
     no_diff = [p.id or "" for p in inputs if "no_diff" in nodes.get(key.get(p.id or "", ""), {}).get("marks", ())]
-    vals = evaluate_flow(insts, params, output, gout, callees, cdiff, no_diff=no_diff, rtol=rtol, atol=atol)
-    return {"nodes": {key.get(k, f"{f.id}:{k}"): nv.to_json() for k, nv in vals.items()}, "note": None}
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):   # a NaN/Inf is reported, not warned
+        vals = evaluate_flow(insts, params, output, gout, callees, cdiff, no_diff=no_diff, rtol=rtol, atol=atol)
+    first = first_nonfinite_node([(key.get(k, f"{f.id}:{k}"), nv.value, nv.grad) for k, nv in vals.items()])
+    return {"nodes": {key.get(k, f"{f.id}:{k}"): nv.to_json() for k, nv in vals.items()}, "note": None,
+            "first_nonfinite": first}
+
+
+def first_nonfinite_node(nodes: Sequence[tuple[str, Any, Any]]) -> dict[str, str] | None:
+    """Where a NaN/Inf starts, given (node, value, derivative) in evaluation order: the first node
+    whose value is not finite; when every value is, the first whose derivative is not, in the order
+    backpropagation reaches them (the reverse one). {"node", "what": "value"|"derivative", "kind"}."""
+    def bad(a: Any) -> str | None:
+        if a is None:
+            return None
+        x = np.asarray(a, np.float64)
+        if np.isfinite(x).all():
+            return None
+        return "NaN" if np.isnan(x).any() else "inf"
+
+    for node, value, _ in nodes:
+        kind = bad(value)
+        if kind:
+            return {"node": node, "what": "value", "kind": kind}
+    for node, _, grad in reversed(nodes):
+        kind = bad(grad)
+        if kind:
+            return {"node": node, "what": "derivative", "kind": kind}
+    return None
 

@@ -115,3 +115,31 @@ def test_first_nonfinite_on_host_arrays() -> None:
     s = np.zeros(3, np.dtype([("p", np.float32, 3), ("k", np.int32)]))
     s["p"][1, 2] = -np.inf
     assert first_nonfinite(s) == ((1,), -np.inf, 3)
+
+
+def test_gradient_flow_marks_where_a_nan_starts(cpu_session: sk.Session) -> None:
+    """The gradient-flow graph marks the first node whose value (else derivative) is not finite."""
+    pytest.importorskip("anywidget")
+    from slang_kernel.widgets import GradientFlow
+
+    cpu_session.run_cell("""
+[Differentiable]
+float spread(float a, float b)
+{
+    float d = a - b;
+    float r = sqrt(d);      // NaN where a < b
+    return r * 2.0 + b;
+}
+[Differentiable]
+float bend(float a, float b) { return a * b + sqrt(a * a); }   // finite value, infinite slope at a = 0
+""", name="nan_flow")
+    flow = GradientFlow.check(cpu_session.function("spread"), np.float32(1.0), np.float32(2.0))
+    nf = flow.first_nonfinite
+    assert nf is not None and (nf["what"], nf["kind"]) == ("value", "NaN")
+    assert flow.node(nf["node"]).get("callee") == "sqrt" and "%r" in flow.node(nf["node"])["text"]
+    assert flow.graph["first_nonfinite"] == nf          # what the browser marks
+    ok = GradientFlow.check(cpu_session.function("spread"), np.float32(3.0), np.float32(2.0))
+    assert ok.first_nonfinite is None
+    slope = GradientFlow.check(cpu_session.function("bend"), np.float32(0.0), np.float32(2.0))
+    nf = slope.first_nonfinite
+    assert nf is not None and nf["what"] == "derivative", nf

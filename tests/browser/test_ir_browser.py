@@ -39,6 +39,8 @@ CELLS = [
     "for k in range(12):\n    flow.record(k, {'w': np.random.default_rng(k).normal(size=(32, 16)) / (k + 1)})\nflow",
     "g2 = W.IRGraph.of(s, 'loss', height=420)\n"
     "print('python hits', len(g2.search('safeDivide_bwd')), len(g2.find('safeDivide_bwd')))\ng2",
+    "s.run_cell('[Differentiable]\\nfloat spread(float a, float b) { float r = sqrt(a - b); return r * 2.0 + b; }', "
+    "name='nan_flow')\nnanflow = W.GradientFlow.check(s.function('spread'), np.float32(1.0), np.float32(2.0))\nnanflow",
     "import json\ng3 = W.IRGraph.of(s, 'loss', height=420)\n"
     "print('SEARCH ' + json.dumps(['|'.join((v, f, i or '')) for v, f, i in g3.search('safeDivide')]))\ng3",
 ]
@@ -236,4 +238,12 @@ def test_ir_search_walk(lab: str, lab_tools) -> None:
         chips = g.locator(".sk-irg-chip").evaluate_all("(els) => els.map((e) => [e.textContent, e.title])")
         assert any(t.startswith("bwd_diff(") and "s_" in title for t, title in chips), chips
         g.screenshot(path=str(lab_tools.ARTIFACTS / "ir_search_walk.png"))
+        # the gradient-flow view marks where the NaN starts (the sqrt of a negative number)
+        gf = page.locator(".sk-gf").nth(1)
+        gf.scroll_into_view_if_needed()
+        marked = gf.locator("g.sk-gf-n-nonfinite")
+        marked.wait_for(timeout=30_000)
+        assert marked.count() == 1 and gf.get_attribute("data-first-nonfinite") == marked.get_attribute("data-node")
+        assert "NaN starts here (its value)" in (marked.text_content() or "")
+        gf.screenshot(path=str(lab_tools.ARTIFACTS / "gradient_flow_nan.png"))
         print("IR SEARCH WALK", len(expect), "hits;", len(renamed), "rows demangled on screen")
