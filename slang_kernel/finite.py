@@ -38,7 +38,7 @@ class NonFiniteError(FloatingPointError):
             text = (f"{kernel}: the gradient of input `{gradient_of}` holds {what} at index {where}"
                     f"{f' (of {size})' if size else ''}; every gradient before it in the parameter list is finite.")
         else:
-            text = (f"{kernel} (dispatch {dispatch} of this session, call {call} of {kernel}) left {what} in "
+            text = (f"{kernel} (checked dispatch {dispatch} of this session, call {call} of {kernel}) left {what} in "
                     f"`{buffer}` at index {where}{f' (of {size} elements)' if size else ''}: the first non-finite "
                     "value after a dispatch whose predecessors were all finite, so this dispatch wrote it (or its "
                     "inputs carried it in).")

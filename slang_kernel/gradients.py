@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from .flow_eval import Callee, Inst, evaluate_flow, split_args, value_rank, vector_size
+from .flow_eval import Callee, Inst, evaluate_flow, json_floats, split_args, value_rank, vector_size
 from .ir import AUTODIFF_OPS, IRFunction, parse_ir
 from .ir_graph import to_graph
 from .ir_views import (AUTODIFF_PASS, KNOWN_PASSES, IRViews, function_data, graph_data_from_views, ir_graph_data,
@@ -62,11 +62,11 @@ class InputGrad:
 
     def to_json(self) -> dict[str, Any]:
         def arr(a: np.ndarray | None) -> Any:
-            return None if a is None else np.asarray(a, np.float64).round(8).tolist()
+            return None if a is None else json_floats(a)
         return {"name": self.name, "type": self.type, "kind": self.kind, "value": arr(self.value),
                 "bwd": arr(self.bwd), "fwd": arr(self.fwd), "numeric": arr(self.numeric),
                 "abs_error": arr(self.abs_error), "bad": None if self.bad is None else np.asarray(self.bad).tolist(),
-                "max_abs_error": self.max_abs_error, "ok": self.ok, "fwd_ok": self.fwd_ok}
+                "max_abs_error": json_floats(self.max_abs_error), "ok": self.ok, "fwd_ok": self.fwd_ok}
 
 
 @dataclass
@@ -96,8 +96,7 @@ class GradientReport:
 
     def to_json(self) -> dict[str, Any]:
         return {"function": self.function, "signature": self.signature,
-                "result": np.asarray(self.result, np.float64).round(8).tolist(),
-                "grad_out": np.asarray(self.grad_out, np.float64).tolist(),
+                "result": json_floats(self.result), "grad_out": json_floats(self.grad_out),
                 "inputs": [i.to_json() for i in self.inputs], "flagged": self.flagged,
                 "eps": self.eps, "rtol": self.rtol, "atol": self.atol}
 

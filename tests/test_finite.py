@@ -77,7 +77,7 @@ def test_planted_nan_found_in_the_right_buffer_and_dispatch(finite: sk.Session) 
     assert (e.kernel, e.buffer, e.index) == ("update", "grad", (37,))   # grad is written before w
     assert np.isnan(e.value) and e.size == n
     assert (e.dispatch - start, e.call) == (6, 3)   # the third step's second dispatch
-    assert "update (dispatch" in str(e) and "`grad` at index 37" in str(e) and "NaN" in str(e)
+    assert "update (checked dispatch" in str(e) and "`grad` at index 37" in str(e) and "NaN" in str(e)
 
 
 def test_per_call_switch_and_clean_dispatches(finite: sk.Session) -> None:

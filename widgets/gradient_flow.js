@@ -26,6 +26,7 @@ function textWidth(s) {
 
 function num(v) {
   if (v === null || v === undefined) return "—";
+  if (typeof v === "string") return v;   // "nan", "inf", "-inf" (JSON has no such numbers)
   if (!Number.isFinite(v)) return String(v);
   const a = Math.abs(v);
   return a !== 0 && (a < 1e-3 || a >= 1e5) ? v.toExponential(3) : String(Number(v.toPrecision(5)));
