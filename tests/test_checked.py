@@ -140,3 +140,28 @@ def test_variant_rewrites_only_the_kernels_accesses(cpu_session: sk.Session) -> 
     assert v.kernel.key == ck.key + "/checked" and v.paths == ("h.inner", "counts")
     user = ck.chain[-1].source
     assert text.splitlines()[:len(user.splitlines())][-2] == user.splitlines()[-2]
+
+
+TEX = """
+[shader("compute")][numthreads(8, 8, 1)]
+void tex_shift(uint3 t: SV_DispatchThreadID, uniform RWTexture2D<float> img, uniform Texture2D<float> src, uniform int dx)
+{ img[int2(t.xy) + int2(dx, 0)] = src[t.xy] + 1; }
+"""
+
+
+def test_texture_coordinates_out_of_range(checked: sk.Session) -> None:
+    """Vulkan checks texture accesses too (each coordinate against that axis's size); the CPU and CUDA
+    backends check buffers only."""
+    if checked.backend.name != "vulkan":
+        pytest.skip(f"texture accesses are checked on Vulkan only (the {checked.backend.name} backend's "
+                    "bound-check hooks cover buffers)")
+    checked.run_cell(TEX, name="tex")
+    img = np.zeros((8, 8, 1), np.float32)
+    src = np.arange(64, dtype=np.float32).reshape(8, 8, 1)
+    with pytest.raises(sk.BoundsError) as info:
+        checked.kernel("tex_shift")(threads=(8, 8), img=img, src=src, dx=2)
+    e = info.value
+    assert (e.buffer, e.count, e.index, e.size) == ("img", 16, 8, 8)
+    assert e.thread is not None and e.thread[0] in (6, 7)
+    np.testing.assert_array_equal(img[:, 2:, 0], src[:, :6, 0] + 1)   # in range written
+    assert (img[:, :2] == 0).all()
