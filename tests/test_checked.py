@@ -137,7 +137,7 @@ def test_variant_rewrites_only_the_kernels_accesses(cpu_session: sk.Session) -> 
     text = v.kernel.chain[-1].source if v.kernel.chain else ""
     assert "h.inner[sk_chk_(h.inner, t.x + shift, 0u)]" in text
     assert "// h.inner[0] in a comment" in text
-    assert v.kernel.key == ck.key + "/checked" and v.paths == ("h.inner", "counts")
+    assert v.kernel.key == ck.key + "/chk/checked" and v.paths == ("h.inner", "counts") and v.threads
     user = ck.chain[-1].source
     assert text.splitlines()[:len(user.splitlines())][-2] == user.splitlines()[-2]
 
@@ -165,3 +165,35 @@ def test_texture_coordinates_out_of_range(checked: sk.Session) -> None:
     assert e.thread is not None and e.thread[0] in (6, 7)
     np.testing.assert_array_equal(img[:, 2:, 0], src[:, :6, 0] + 1)   # in range written
     assert (img[:, :2] == 0).all()
+
+
+SHADOW = """
+RWStructuredBuffer<float> data;
+float pick(float data[4], int i) { return data[i & 3]; }   // a local named like the global buffer
+[shader("compute")][numthreads(8, 1, 1)]
+void shadowed(uint3 t: SV_DispatchThreadID, uniform uint shift)
+{ float a[4] = { 1, 2, 3, 4 }; data[t.x + shift] = pick(a, int(t.x)); }
+"""
+
+
+@pytest.mark.vulkan
+@pytest.mark.parametrize("isolate", [True, False], ids=["worker", "in-process"])
+def test_vulkan_variant_falls_back_to_the_entry_body(isolate: bool, cache_dir: str) -> None:
+    """Where the whole-cell rewrite does not compile (a helper's local array named like a buffer
+    parameter), the entry point's own accesses are still checked; in-process as in the worker."""
+    try:
+        s = sk.Session(backend="vulkan", cache_dir=cache_dir, checked=True, isolate=isolate)
+    except sk.BackendUnavailable as exc:
+        pytest.skip(f"vulkan unavailable: {exc}")
+    with s:
+        s.run_cell(SHADOW, name="shadow")
+        data = np.zeros(8, np.float32)
+        with pytest.raises(sk.BoundsError) as info:
+            s.kernel("shadowed")(threads=8, data=data, shift=2)
+        assert (info.value.buffer, info.value.count, info.value.size) == ("data", 2, 8)
+        np.testing.assert_array_equal(data, [0, 0, 1, 2, 3, 4, 1, 2])
+        s.run_cell(OOB, name="oob")
+        dst = np.zeros(64, np.float32)
+        with pytest.raises(sk.BoundsError, match="`dst`") as info:
+            s.kernel("oob_write")(threads=64, dst=dst, src=np.ones(64, np.float32), shift=1)
+        assert info.value.thread == (63, 0, 0)

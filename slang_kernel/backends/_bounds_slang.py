@@ -14,8 +14,10 @@ Vulkan backend dispatches a variant of the kernel built from a rewritten copy of
 - the entry point gains a `SV_DispatchThreadID` parameter that sets the thread id the report names.
 
 Lines keep their numbers (diagnostics point at the user's lines). The variant is a CompiledKernel
-of its own (key `<key>/checked`, module `<name>_chk_<entry>`), so unchecked kernels are untouched and cost
-nothing. Only the kernel's own cell is rewritten: accesses inside functions of imported cells, or
+of its own (key `<key>/chk/checked`, module `<name>_chk_<entry>`), so unchecked kernels are untouched and cost
+nothing. Where the rewritten cell does not compile (a helper function with a local array named like a
+buffer parameter), the accesses in the entry point's body alone are checked. Only the kernel's own
+cell is rewritten: accesses inside functions of imported cells, or
 through a buffer passed to a helper function under another name, are not checked (the CPU and CUDA
 hooks check those too).
 """
@@ -30,7 +32,7 @@ import numpy as np
 
 from ..compiled import CompiledKernel
 from ..compiler.reflection import ParamInfo, TypeInfo
-from ..errors import BoundsError
+from ..errors import BoundsError, VulkanCompileError
 
 __all__ = ["REPORT", "Checked", "checked_paths", "checked_variant", "dispatch_checked", "instrument", "is_variant",
            "raise_report", "with_variants"]
@@ -181,28 +183,40 @@ def _code_matches(src: str, pattern: re.Pattern[str]) -> Iterator[re.Match[str]]
 _LOAD_BYTES = {"Load": 4, "Load2": 8, "Load3": 12, "Load4": 16, "Store": 4, "Store2": 8, "Store3": 12, "Store4": 16}
 
 
-def instrument(source: str, entry: str, paths: list[tuple[str, TypeInfo]]) -> str:
-    """The checked text of the kernel's cell (see the module docstring); lines keep their numbers."""
-    edits: list[tuple[int, int, str]] = []
-    entry_re = re.compile(rf"\b{re.escape(entry)}\s*\(")
-    entry_at = None
-    for m in _code_matches(source, entry_re):
+def _entry_at(source: str, entry: str) -> tuple[int, int, int, int] | None:
+    """(open paren, close paren, body start, body end) of the entry point's definition in the text."""
+    found = None
+    for m in _code_matches(source, re.compile(rf"\b{re.escape(entry)}\s*\(")):
         close = _matching(source, m.end() - 1)
         after = re.compile(r"\s*(:\s*\w+\s*)?\{").match(source, close + 1)
         if after is not None:
-            entry_at = (m.end() - 1, close, after.end())
-    if entry_at is None:
-        raise ValueError(f"could not find the definition of `{entry}` in its cell")
-    open_, close, body = entry_at
-    sep = ", " if source[open_ + 1:close].strip() else ""
-    edits.append((close, close, f"{sep}uint3 sk_bounds_t_ : SV_DispatchThreadID"))
-    edits.append((body, body, " sk_bounds_tid_ = sk_bounds_t_;"))
+            found = (m.end() - 1, close, after.end(), _matching(source, after.end() - 1))
+    return found
+
+
+def instrument(source: str, entry: str, paths: list[tuple[str, TypeInfo]], entry_only: bool = False) -> tuple[str, bool]:
+    """The checked text of the kernel's cell (see the module docstring; lines keep their numbers), and
+    whether it records the thread id (the entry point's definition was found in the text).
+    entry_only: rewrite the accesses inside the entry point's body only (the fallback where a
+    helper function has a local of a parameter's name, which the whole-cell rewrite cannot check)."""
+    edits: list[tuple[int, int, str]] = []
+    at = _entry_at(source, entry)
+    lo, hi = 0, len(source)
+    if at is not None:
+        open_, close, body, end = at
+        sep = ", " if source[open_ + 1:close].strip() else ""
+        edits.append((close, close, f"{sep}uint3 sk_bounds_t_ : SV_DispatchThreadID"))
+        edits.append((body, body, " sk_bounds_tid_ = sk_bounds_t_;"))
+        if entry_only:
+            lo, hi = body, end
     for pid, (path, t) in enumerate(paths):
         dotted = r"\s*\.\s*".join(re.escape(part) for part in path.split("."))
         if t.shape == "byte_address_buffer":
             pat = re.compile(rf"(?<![\w.]){dotted}\s*\.\s*(Load[234]?|Store[234]?)\s*(<[^<>()]*>)?\s*\(")
             for m in _code_matches(source, pat):
                 start = m.end() - 1
+                if not lo <= start < hi:
+                    continue
                 end = _first_arg_end(source, start)
                 size = _LOAD_BYTES[m.group(1)]
                 if m.group(2):   # Load<T>: T's size is not known here; check its first 4 bytes
@@ -212,6 +226,8 @@ def instrument(source: str, entry: str, paths: list[tuple[str, TypeInfo]]) -> st
             continue
         for m in _code_matches(source, re.compile(rf"(?<![\w.]){dotted}\s*\[")):
             start = m.end() - 1
+            if not lo <= start < hi:
+                continue
             end = _matching(source, start)
             edits.append((start + 1, start + 1, f"sk_chk_({path}, "))
             edits.append((end, end, f", {pid}u)"))
@@ -221,51 +237,65 @@ def instrument(source: str, entry: str, paths: list[tuple[str, TypeInfo]]) -> st
         out.append(text)
         pos = end
     out.append(source[pos:])
-    return "".join(out) + _HELPERS
+    return "".join(out) + _HELPERS, at is not None
 
 
 @dataclasses.dataclass(frozen=True)
 class Checked:
-    """A checked variant and what its report ids mean."""
+    """A checked variant, what its report ids mean, whether it knows the thread, how it was made."""
 
     kernel: CompiledKernel
     paths: tuple[str, ...]
+    threads: bool = True
+    entry_only: bool = False
 
 
-def checked_variant(kernel: CompiledKernel) -> Checked:
+def checked_variant(kernel: CompiledKernel, entry_only: bool = False) -> Checked:
     """The instrumented CompiledKernel of `kernel` (its own key and module name)."""
     if not kernel.chain:
         raise ValueError(f"{kernel.entry}: no module sources to instrument")
     paths = checked_paths(kernel)
     last = kernel.chain[-1]
-    text = instrument(last.source, kernel.entry, paths)
-    chain = (*kernel.chain[:-1], dataclasses.replace(last, name=f"{last.name}_chk_{kernel.entry}", source=text,
+    text, threads = instrument(last.source, kernel.entry, paths, entry_only)
+    tag = "chke" if entry_only else "chk"
+    chain = (*kernel.chain[:-1], dataclasses.replace(last, name=f"{last.name}_{tag}_{kernel.entry}", source=text,
                                                          path=f"{last.path} (checked {kernel.entry})"))
     refl = dataclasses.replace(kernel.reflection, globals=(*kernel.reflection.globals, REPORT_PARAM))
-    variant = dataclasses.replace(kernel, key=f"{kernel.key}/checked", chain=chain, reflection=refl,
+    variant = dataclasses.replace(kernel, key=f"{kernel.key}/{tag}/checked", chain=chain, reflection=refl,
                                   source=text)
-    return Checked(variant, tuple(p for p, _ in paths))
+    return Checked(variant, tuple(p for p, _ in paths), threads, entry_only)
 
 
-def raise_report(entry: str, report: np.ndarray, paths: tuple[str, ...]) -> None:
+def raise_report(entry: str, report: np.ndarray, paths: tuple[str, ...], threads: bool = True) -> None:
     """Raise the BoundsError a report buffer (8 uints) holds; nothing when it counted no access."""
     count, index, size, pid, x, y, z = (int(v) for v in report[:7])
     if count:
         name = paths[pid] if pid < len(paths) else None
-        raise BoundsError(entry, count, index, size, name, (x, y, z))
+        raise BoundsError(entry, count, index, size, name, (x, y, z) if threads else None)
 
 
 def dispatch_checked(dispatch: Callable[[CompiledKernel, tuple[int, int, int], Mapping[str, Any]], None],
                      variants: dict[str, Checked], kernel: CompiledKernel, groups: tuple[int, int, int],
                      values: Mapping[str, Any]) -> None:
     """Run the checked variant of `kernel` through `dispatch` (the backend's own) with a fresh
-    report buffer, and raise the BoundsError it reports (after in-range results were written back)."""
+    report buffer, and raise the BoundsError it reports (after in-range results were written back).
+    Where the whole-cell rewrite does not compile (a helper's local array named like a buffer
+    parameter), the accesses in the entry point's body alone are checked."""
     got = variants.get(kernel.key)
     if got is None:
         got = variants[kernel.key] = checked_variant(kernel)
     report = np.zeros(8, np.uint32)
-    dispatch(got.kernel, groups, {**values, REPORT: report})
-    raise_report(kernel.entry, report, got.paths)
+    try:
+        dispatch(got.kernel, groups, {**values, REPORT: report})
+    except VulkanCompileError as exc:
+        if got.entry_only:
+            raise VulkanCompileError(
+                f"{kernel.entry}: the bounds-checked variant of its cell (Session(checked=True)) does not "
+                f"compile; the kernel itself does (run it unchecked, or on the CPU backend, which checks "
+                f"every dispatch):\n{exc}") from None
+        got = variants[kernel.key] = checked_variant(kernel, entry_only=True)
+        dispatch(got.kernel, groups, {**values, REPORT: report})
+    raise_report(kernel.entry, report, got.paths, got.threads)
 
 
 def is_variant(kernel: CompiledKernel) -> bool:
@@ -276,4 +306,4 @@ def with_variants(keys: list[str], variants: dict[str, Checked]) -> list[str]:
     """Keys to forget, their checked variants' keys included (and those variants dropped)."""
     for k in keys:
         variants.pop(k, None)
-    return [*keys, *(f"{k}/checked" for k in keys)]
+    return [*keys, *(f"{k}/{tag}/checked" for k in keys for tag in ("chk", "chke"))]
