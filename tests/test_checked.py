@@ -30,6 +30,10 @@ struct Holder { RWStructuredBuffer<float> inner; float k; };
 void oob_nested(uint3 t: SV_DispatchThreadID, uniform Holder h, uniform uint shift)
 { h.inner[t.x + shift] = h.k; }
 
+[shader("compute")][numthreads(64, 1, 1)]
+void oob_bytes(uint3 t: SV_DispatchThreadID, uniform RWByteAddressBuffer raw, uniform uint shift)
+{ raw.Store((t.x + shift) * 4, t.x + 1); }
+
 RWStructuredBuffer<int> counts;
 [shader("compute")][numthreads(8, 8, 1)]
 void oob_global(uint3 t: SV_DispatchThreadID, uniform uint width)
@@ -96,6 +100,15 @@ def test_buffer_inside_a_struct_parameter(checked: sk.Session) -> None:
         checked.kernel("oob_nested")(threads=64, h={"inner": inner, "k": 5.0}, shift=0)
     assert (info.value.buffer, info.value.size, info.value.count) == ("h.inner", 32, 32)
     assert (inner == 5).all()
+
+
+def test_byte_address_buffer(checked: sk.Session) -> None:
+    raw = np.zeros(16, np.uint32)
+    with pytest.raises(sk.BoundsError) as info:
+        checked.kernel("oob_bytes")(threads=64, raw=raw, shift=0)
+    e = info.value
+    assert (e.buffer, e.count, e.size) == ("raw", 48, 16) and 16 <= e.index < 64   # in 4-byte words
+    np.testing.assert_array_equal(raw, np.arange(1, 17))
 
 
 def test_global_buffer_2d_dispatch(checked: sk.Session) -> None:

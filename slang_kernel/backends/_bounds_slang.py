@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from ..compiled import CompiledKernel
 from ..compiler.reflection import ParamInfo, TypeInfo
 from ..errors import BoundsError, VulkanCompileError
+from ..scanner import blank, closing, split_commas
 
 __all__ = ["REPORT", "Checked", "checked_paths", "checked_variant", "dispatch_checked", "instrument", "is_variant",
            "raise_report", "with_variants"]
@@ -108,89 +109,18 @@ def checked_paths(kernel: CompiledKernel) -> list[tuple[str, TypeInfo]]:
 _SHAPES = {"texture_1d", "texture_2d", "texture_3d"}
 
 
-def _skip(src: str, i: int) -> int:
-    """Index after the comment or string literal starting at i (i itself if none starts there)."""
-    if src.startswith("//", i):
-        j = src.find("\n", i)
-        return len(src) if j < 0 else j
-    if src.startswith("/*", i):
-        j = src.find("*/", i + 2)
-        return len(src) if j < 0 else j + 2
-    if src[i] == '"':
-        j = i + 1
-        while j < len(src) and src[j] != '"':
-            j += 2 if src[j] == "\\" else 1
-        return j + 1
-    return i
-
-
-def _matching(src: str, i: int) -> int:
-    """src[i] is an opening bracket: the index of its match (comments and strings skipped)."""
-    pairs = {"(": ")", "[": "]", "{": "}"}
-    stack = []
-    while i < len(src):
-        j = _skip(src, i)
-        if j != i:
-            i = j
-            continue
-        c = src[i]
-        if c in pairs:
-            stack.append(pairs[c])
-        elif stack and c == stack[-1]:
-            stack.pop()
-            if not stack:
-                return i
-        i += 1
-    raise ValueError("unbalanced brackets")
-
-
-def _first_arg_end(src: str, i: int) -> int:
-    """src[i] is "(": the index of the comma or ")" that ends its first argument."""
-    depth = 0
-    while i < len(src):
-        j = _skip(src, i)
-        if j != i:
-            i = j
-            continue
-        c = src[i]
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-            if depth == 0:
-                return i
-        elif c == "," and depth == 1:
-            return i
-        i += 1
-    raise ValueError("unbalanced parentheses")
-
-
-def _code_matches(src: str, pattern: re.Pattern[str]) -> Iterator[re.Match[str]]:
-    i = 0
-    while i < len(src):
-        j = _skip(src, i)
-        if j != i:
-            i = j
-            continue
-        m = pattern.match(src, i)
-        if m:
-            yield m
-            i = m.end()
-        else:
-            i += 1
-
-
 _LOAD_BYTES = {"Load": 4, "Load2": 8, "Load3": 12, "Load4": 16, "Store": 4, "Store2": 8, "Store3": 12, "Store4": 16}
 
 
-def _entry_at(source: str, entry: str) -> tuple[int, int, int, int] | None:
-    """(open paren, close paren, body start, body end) of the entry point's definition in the text."""
+def _entry_at(b: str, entry: str) -> tuple[int, int, int, int] | None:
+    """(open paren, close paren, body start, body end) of the entry point's definition in the
+    blanked text `b` (scanner.blank: comments and strings do not count, offsets are the source's)."""
     found = None
-    for m in _code_matches(source, re.compile(rf"\b{re.escape(entry)}\s*\(")):
-        close = _matching(source, m.end() - 1)
-        after = re.compile(r"\s*(:\s*\w+\s*)?\{").match(source, close + 1)
+    for m in re.finditer(rf"\b{re.escape(entry)}\s*\(", b):
+        close = closing(b, m.end() - 1) - 1
+        after = re.compile(r"\s*(:\s*\w+\s*)?\{").match(b, close + 1)
         if after is not None:
-            found = (m.end() - 1, close, after.end(), _matching(source, after.end() - 1))
+            found = (m.end() - 1, close, after.end(), closing(b, after.end() - 1) - 1)
     return found
 
 
@@ -199,12 +129,13 @@ def instrument(source: str, entry: str, paths: list[tuple[str, TypeInfo]], entry
     whether it records the thread id (the entry point's definition was found in the text).
     entry_only: rewrite the accesses inside the entry point's body only (the fallback where a
     helper function has a local of a parameter's name, which the whole-cell rewrite cannot check)."""
+    b = blank(source)
     edits: list[tuple[int, int, str]] = []
-    at = _entry_at(source, entry)
+    at = _entry_at(b, entry)
     lo, hi = 0, len(source)
     if at is not None:
         open_, close, body, end = at
-        sep = ", " if source[open_ + 1:close].strip() else ""
+        sep = ", " if b[open_ + 1:close].strip() else ""
         edits.append((close, close, f"{sep}uint3 sk_bounds_t_ : SV_DispatchThreadID"))
         edits.append((body, body, " sk_bounds_tid_ = sk_bounds_t_;"))
         if entry_only:
@@ -213,22 +144,23 @@ def instrument(source: str, entry: str, paths: list[tuple[str, TypeInfo]], entry
         dotted = r"\s*\.\s*".join(re.escape(part) for part in path.split("."))
         if t.shape == "byte_address_buffer":
             pat = re.compile(rf"(?<![\w.]){dotted}\s*\.\s*(Load[234]?|Store[234]?)\s*(<[^<>()]*>)?\s*\(")
-            for m in _code_matches(source, pat):
+            for m in pat.finditer(b):
                 start = m.end() - 1
                 if not lo <= start < hi:
                     continue
-                end = _first_arg_end(source, start)
+                args = b[start + 1:closing(b, start) - 1]
+                end = start + 1 + len(split_commas(args)[0])
                 size = _LOAD_BYTES[m.group(1)]
                 if m.group(2):   # Load<T>: T's size is not known here; check its first 4 bytes
                     size = 4
                 edits.append((start + 1, start + 1, f"sk_chkb_({path}, uint("))
                 edits.append((end, end, f"), {size}u, {pid}u)"))
             continue
-        for m in _code_matches(source, re.compile(rf"(?<![\w.]){dotted}\s*\[")):
+        for m in re.finditer(rf"(?<![\w.]){dotted}\s*\[", b):
             start = m.end() - 1
             if not lo <= start < hi:
                 continue
-            end = _matching(source, start)
+            end = closing(b, start) - 1
             edits.append((start + 1, start + 1, f"sk_chk_({path}, "))
             edits.append((end, end, f", {pid}u)"))
     out, pos = [], 0
