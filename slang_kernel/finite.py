@@ -10,7 +10,8 @@ host). `SlangFunction.bwd(..., check_finite=True)` names the input whose gradien
 
 Where the data lives decides how it is scanned: numpy arrays on the host (they are there already),
 CuPy/CUDA arrays on the device (an isfinite reduction; only the verdict and the first index come
-back), device buffers and textures of other backends through their `.numpy()` (a read-back).
+back), float32 Vulkan device buffers by a scan kernel on their device (backends/_vulkan_finite.py),
+other device objects (textures, other dtypes) through their `.numpy()` (a read-back).
 """
 
 from __future__ import annotations
@@ -95,6 +96,9 @@ def first_nonfinite(value: Any) -> tuple[tuple[int, ...], float, int] | None:
     dev = _device_array(value)
     if dev is not None:
         return _first_on_device(dev)
+    vk = _vulkan_scan(value)
+    if vk is not None:
+        return vk[0]
     if isinstance(value, np.ndarray):
         arr = value
     elif hasattr(value, "numpy") and callable(value.numpy):
@@ -128,6 +132,27 @@ def _device_array(value: Any) -> Any | None:
     import cupy
 
     return value if isinstance(value, cupy.ndarray) else cupy.asarray(value)
+
+
+def _vulkan_scan(value: Any) -> tuple[tuple[tuple[int, ...], float, int] | None] | None:
+    """A float32 Vulkan device buffer scanned on its device (backends/_vulkan_finite.py), as
+    (first_nonfinite's answer,); None for anything else."""
+    if isinstance(value, np.ndarray) or not hasattr(value, "backend"):
+        return None
+    from .backends._vulkan_isolated import VulkanBufferHandle
+    from .backends._vulkan_objects import VulkanBuffer
+
+    if not isinstance(value, (VulkanBuffer, VulkanBufferHandle)) or value.dtype.base != np.float32 \
+            or value.dtype.names is not None:
+        return None
+    from .backends._vulkan_finite import first_nonfinite_f32
+
+    hit = first_nonfinite_f32(value)
+    if hit is None:
+        return (None,)
+    flat, v = hit
+    shape = (*value.shape, *value.dtype.shape) or (flat + 1,)
+    return ((tuple(int(i) for i in np.unravel_index(flat, shape)), v, int(value.size)),)
 
 
 def _first_on_device(dev: Any) -> tuple[tuple[int, ...], float, int] | None:

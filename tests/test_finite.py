@@ -143,3 +143,29 @@ float bend(float a, float b) { return a * b + sqrt(a * a); }   // finite value, 
     slope = GradientFlow.check(cpu_session.function("bend"), np.float32(0.0), np.float32(2.0))
     nf = slope.first_nonfinite
     assert nf is not None and nf["what"] == "derivative", nf
+
+
+def test_device_buffers_are_scanned_on_the_device(finite: sk.Session) -> None:
+    """Vulkan device buffers (a scan kernel on their device) and CuPy arrays (a reduction): the
+    finder names the buffer and index without reading the buffer back."""
+    name = finite.backend.name
+    if name == "cpu":
+        pytest.skip("the CPU backend's arrays are host memory (scanned with numpy)")
+    n = 300
+
+    def dev(a: np.ndarray) -> Any:
+        if name == "cuda":
+            import cupy
+
+            return cupy.asarray(a)
+        return finite.backend.buffer(a)   # type: ignore[attr-defined]
+
+    x = np.ones(n, np.float32)
+    x[257] = -4.0
+    grad, w = dev(np.zeros(n, np.float32)), dev(np.ones(n, np.float32))
+    with pytest.raises(sk.NonFiniteError) as info:
+        finite.kernel("update")(threads=n, grad=grad, w=w, r=dev(np.ones(n, np.float32)), x=dev(x), lr=0.1, n=n,
+                                check_finite=True)
+    assert (info.value.buffer, info.value.index, info.value.size) == ("grad", (257,), n)
+    assert np.isnan(info.value.value)
+    assert first_nonfinite(w) is not None and first_nonfinite(dev(np.ones(7, np.float32))) is None
