@@ -13,13 +13,13 @@ Vulkan backend dispatches a variant of the kernel built from a rewritten copy of
   Vulkan's robust buffer access turns into a dropped write or a zero read;
 - the entry point gains a `SV_DispatchThreadID` parameter that sets the thread id the report names.
 
-Lines keep their numbers (diagnostics point at the user's lines). The variant is a CompiledKernel
-of its own (key `<key>/chk/checked`, module `<name>_chk_<entry>`), so unchecked kernels are untouched and cost
-nothing. Where the rewritten cell does not compile (a helper function with a local array named like a
-buffer parameter), the accesses in the entry point's body alone are checked. Only the kernel's own
-cell is rewritten: accesses inside functions of imported cells, or
-through a buffer passed to a helper function under another name, are not checked (the CPU and CUDA
-hooks check those too).
+Lines keep their numbers (diagnostics point at the user's lines). The variant is a CompiledKernel of
+its own (key `<key>/chk/checked`, module `<name>_chk_<entry>`), so unchecked kernels are untouched
+and cost nothing. Where the rewritten cell does not compile (a helper function with a local array
+named like a buffer parameter), the accesses in the entry point's body alone are checked. Only the
+kernel's own cell is rewritten: accesses inside functions of imported cells, or through a buffer
+passed to a helper function under another name, are not checked (the CPU and CUDA hooks check
+those too). Texture accesses are checked per coordinate (index and size along the offending axis).
 """
 
 from __future__ import annotations
