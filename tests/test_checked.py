@@ -210,3 +210,16 @@ def test_vulkan_variant_falls_back_to_the_entry_body(isolate: bool, cache_dir: s
         with pytest.raises(sk.BoundsError, match="`dst`") as info:
             s.kernel("oob_write")(threads=64, dst=dst, src=np.ones(64, np.float32), shift=1)
         assert info.value.thread == (63, 0, 0)
+
+
+def test_profile_and_debug_in_a_checked_session(checked: sk.Session) -> None:
+    """profile() times the kernel as written; debug() runs the thread debugger's build, checked too."""
+    checked.run_cell('import debug;\n[shader("compute")][numthreads(64, 1, 1)]\n'
+                     'void dbg_oob(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> dst, uniform uint shift)\n'
+                     '{ debug_value("x", float(t.x)); dst[t.x + shift] = 1; }', name="dbg_oob")
+    dst = np.zeros(64, np.float32)
+    k = checked.kernel("dbg_oob")
+    assert k.profile(threads=64, dst=dst, shift=0).run_ms >= 0
+    assert float(k.debug((5, 0, 0), threads=64, dst=dst, shift=0).values["x"]) == 5.0
+    with pytest.raises(sk.BoundsError, match="`dst`"):   # the debug build is checked as well
+        k.debug((5, 0, 0), threads=64, dst=dst, shift=1)

@@ -332,7 +332,7 @@ class IsolatedVulkanBackend:
 
     def dispatch(self, kernel: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any],
                  marks: dict[str, Any] | None = None) -> None:
-        if self.config.checked and not is_variant(kernel):
+        if self.config.checked and marks is None and not is_variant(kernel):   # (profile: the kernel as written)
             return dispatch_checked(self.dispatch, self._checked, kernel, groups, values)
         arrays: list[np.ndarray] = []
         index: dict[int, int] = {}
