@@ -21,6 +21,7 @@ from .compile_service import CompileService
 from .compiler.diagnostics import SlangCompileError, parse_diagnostics
 from .compiler.reflection import FunctionInfo
 from .errors import ParameterError
+from .finite import FiniteCheck
 from .specialize import SpecializationError, conformance_options, explain, find_entry, find_externs, interface_params
 from .specialize import specialization as specialization_of
 from .specialize import variant as specialize_variant
@@ -33,9 +34,10 @@ _BUILTIN_TYPE = re.compile(r"(float|half|double|int|uint|bool|u?int(8|16|32|64)_
 class KernelBuilds:
     """Builds of kernels and functions of one store through one compile service."""
 
-    def __init__(self, store: CellStore, service: CompileService) -> None:
+    def __init__(self, store: CellStore, service: CompileService, finite: FiniteCheck | None = None) -> None:
         self.store = store
         self.service = service
+        self.finite = finite if finite is not None else FiniteCheck(False)   # the session's NaN/Inf finder
         self.entries: dict[tuple[str, str], CompiledKernel] = {}
 
     # -- what views read ----------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from .compiled import CompiledKernel
 from .compiler.client import CompilerProcess
 from .compiler.diagnostics import SlangCompileError
 from .compiler.reflection import DeclInfo
+from .finite import FiniteCheck
 from .kernel_builds import KernelBuilds
 from .kernels import ComputeKernel
 
@@ -51,6 +52,8 @@ class Session:
     (BackendConfig: checked=True reports out-of-range buffer indices, timeout= stops a dispatch after
     that many seconds, isolate=False runs CPU kernels in this process: lower overhead, not crash-safe;
     fast_math=True builds CPU kernels with -ffast-math: faster, no IEEE care for NaN/inf or ordering).
+    check_finite=True: after every kernel call and `.bwd`, raise NonFiniteError for the first written
+    buffer (or gradient) holding a NaN/Inf (slang_kernel.finite; per call: `k(..., check_finite=True)`).
     """
 
     def __init__(
@@ -67,12 +70,14 @@ class Session:
         timeout: float | None = None,
         isolate: bool = True,
         fast_math: bool = False,
+        check_finite: bool = False,
     ) -> None:
         self.options = tuple(options)
         self.cache = DiskCache(cache_dir, enabled=cache)
         self.fingerprint = digest(compiler_fingerprint(), *(p.read_bytes() for p in sorted(MODULE_DIR.glob("*.slang"))))
         self.config = BackendConfig(threads=threads, checked=checked, timeout=timeout, isolate=isolate, fast_math=fast_math,
                                     include_paths=(str(MODULE_DIR),), cache=self.cache)
+        self.finite = FiniteCheck(check_finite)   # the NaN/Inf finder (slang_kernel.finite)
         self._compiler = compiler or CompilerProcess()
         self._compiler.start()
         self._replicas: dict[str, tuple[Session, tuple[Any, ...]]] = {}   # backend -> (replica, what it replays)
@@ -86,7 +91,7 @@ class Session:
         self._store = CellStore()
         self._service = CompileService(self._store, self._compiler, self.cache, self.fingerprint, self.options,
                                        {str(k): str(v) for k, v in (defines or {}).items()}, lambda: self.backend)
-        self.engine = KernelBuilds(self._store, self._service)
+        self.engine = KernelBuilds(self._store, self._service, self.finite)
         """What views and engine parts are handed (typed by protocols.py): builds, raw requests."""
         self._checks = CellChecks(self._store, self._service, self.engine)
 
@@ -220,9 +225,10 @@ class Session:
         return self.engine.ir(name)
 
     def ir_graph(self, name: str, **kwargs: Any) -> dict[str, Any]:
-        from . import ir as ir_module
+        from .ir import parse_ir
+        from .ir_graph import to_graph
 
-        return ir_module.to_graph(ir_module.parse_ir(self.ir(name)), **kwargs)
+        return to_graph(parse_ir(self.ir(name)), **kwargs)
 
     # -- configuration ------------------------------------------------------------------------------
 

@@ -36,6 +36,7 @@ from ..errors import (BackendUnavailable, DeviceLost, KernelCrash, KernelInterru
                       VulkanCompileError)
 from . import BackendConfig, DispatchTiming, _shm
 from .packing import describe
+from ._bounds_slang import Checked, dispatch_checked, is_variant, with_variants
 from ._vulkan_wire import ArrayArg, ArraySlot, DeviceRef, Reply
 
 __all__ = ["IsolatedVulkanBackend", "VulkanBufferHandle", "VulkanTextureHandle"]
@@ -92,6 +93,7 @@ class IsolatedVulkanBackend:
         self._unmaps: list[int] = []
         self._lost: dict[int, str] = {}            # worker generation -> what happened to it
         self._writable: dict[str, frozenset[str]] = {}
+        self._checked: dict[str, Checked] = {}   # Session(checked=True): kernel key -> its variant (_bounds_slang)
         self._free_lock = threading.Lock()
         self._proc.start()
         try:
@@ -330,6 +332,8 @@ class IsolatedVulkanBackend:
 
     def dispatch(self, kernel: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any],
                  marks: dict[str, Any] | None = None) -> None:
+        if self.config.checked and marks is None and not is_variant(kernel):   # (profile: the kernel as written)
+            return dispatch_checked(self.dispatch, self._checked, kernel, groups, values)
         arrays: list[np.ndarray] = []
         index: dict[int, int] = {}
         nested: list[int] = []   # arrays inside dicts/lists (a ParameterBlock's buffers): written back too
@@ -413,6 +417,7 @@ class IsolatedVulkanBackend:
 
     def forget(self, keys: list[str]) -> None:
         """Drop the worker's kernels of these revisions (replaced cells)."""
+        keys = with_variants(keys, self._checked)
         with self._lock:
             keys = [k for k in keys if k in self._proc.loaded]
             if keys and self._proc.channel is not None:
