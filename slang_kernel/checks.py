@@ -57,6 +57,7 @@ class CellChecks:
         self.store = store
         self.service = service
         self.builds = builds
+        self._scans: dict[str, tuple[frozenset[str], dict[str, frozenset[tuple[str, ...]] | None], frozenset[str]]] = {}
 
     # -- cells --------------------------------------------------------------------------------------
 
@@ -143,9 +144,13 @@ class CellChecks:
 
     def visible(self, source: str, earlier: Sequence[Cell]) -> tuple[Visible, frozenset[str]]:
         """The candidate imports of a text placed after `earlier`, with what each must hide."""
-        mentioned = scanner.mentions(source)
-        sigs = own_signatures(source)
-        return visible_imports(mentioned, frozenset(sigs), sigs, earlier, identifiers(source)), mentioned
+        scan = self._scans.get(source)
+        if scan is None:   # what the scanner reads of a text, kept: refreshes ask again for every later cell
+            scan = self._scans[source] = (scanner.mentions(source), own_signatures(source), identifiers(source))
+            if len(self._scans) > 4096:
+                del self._scans[next(iter(self._scans))]
+        mentioned, sigs, idents = scan
+        return visible_imports(mentioned, frozenset(sigs), sigs, earlier, idents), mentioned
 
     def check(self, name: str, module: str, source: str, earlier: Sequence[Cell], own: frozenset[str] = frozenset(),
                *, own_defines: tuple[tuple[str, str], ...] = (), options: tuple[str, ...] = (), label: str = "") -> Cell:
@@ -158,6 +163,7 @@ class CellChecks:
         shown = label or name
         imports = self.service.imports_of(vis)
         req = self.service.build("check", shown, module, source, imports, macros, options)
+        first_key = req.key   # = basis(): variants share their placeholders' interfaces
         reply = self.service.check_call(req)
         if reply.get("ok"):
             refs = set(reply.get("refs", ()))
@@ -172,7 +178,7 @@ class CellChecks:
         base = Cell(name=name, module=module, source=source, imports=tuple(c.name for c in imports),
                     digest=req.key, idents=idents, own=own, defines=macros, options=options,
                     own_defines=own_defines, label=label, hidden=hidden, shadows=vis.shadows,
-                    basis=self.basis(shown, module, source, earlier, macros, options),
+                    basis=first_key,
                     interface=digest("interface", interface_text(source), *(f"{k}={v}" for k, v in macros),
                                      *options, *(d.interface for d in self.store.closure(imports))))
         if "crash" in reply:
