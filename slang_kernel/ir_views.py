@@ -55,7 +55,7 @@ class IRViews:
 def is_function(session: "Session", name: str) -> bool:
     """Whether `name` is a function of the session (not a kernel or a cell)."""
     try:
-        session.function_info(name)
+        session.engine.function_info(name)
         return True
     except (KeyError, TypeError):
         return False
@@ -65,7 +65,7 @@ def _cell_of(session: "Session", name: str) -> "Cell":
     """The cell `name` names (a cell name, unless a function has that name) or that defines it."""
     if name in session.cells and not is_function(session, name):
         return session.cell(name)
-    return session.owner(name)
+    return session.engine.owner(name)
 
 
 def _ad_wrapper(name: str, fn: "FunctionInfo", diff: Sequence[int]) -> str:
@@ -101,10 +101,10 @@ def ir_views(session: "Session", name: str, pass_: str | None = None, *, autodif
     ``BEFORE pass_`` / ``AFTER pass_`` when a pass is named. `name` may also be a cell name."""
     cell = _cell_of(session, name)
     module = "sk_irv_" + digest(cell.source, cell.digest)[:12]
-    req = session.request("disassemble", cell=cell.name, module=module, options=["-g"])
+    req = session.engine.request("disassemble", cell=cell.name, module=module, options=["-g"])
     offset = req.line_offset
     out = IRViews(name, cell.name, cell.source, offset)
-    reply = session.call(req)
+    reply = session.engine.call(req)
     if not reply["ok"]:
         raise SlangCompileError(f"could not disassemble {cell.shown}",
                                 parse_diagnostics(reply["diagnostics"], {cell.shown: offset}),
@@ -135,7 +135,7 @@ def ir_views(session: "Session", name: str, pass_: str | None = None, *, autodif
         opts = ["-g"]
         for p in wanted:
             opts += ["-dump-ir-after", p] + (["-dump-ir-before", p] if p == pass_ else [])
-        reply = session.call(session.request(
+        reply = session.engine.call(session.engine.request(
             "compile", cell=cell.name, append=wrapper, module=module + "_ad", entries=[entry], target=target,
             options=opts, reflect=False))
         if not reply["ok"]:

@@ -303,7 +303,7 @@ def _compile(session: "Session", name: str) -> _Revision:
     kernels: list[tuple[str, Mapping[str, tuple[Any, ...]]]] = []
     compiled: dict[str, CompiledKernel] = {}
     for e in c.entry_points:
-        ck = session.compile(session.request("compile", cell=name, entries=[e]))[e]
+        ck = session.engine.compile(session.engine.request("compile", cell=name, entries=[e]))[e]
         attrs = _pg_attrs(ck.entry_point.attributes)
         if any(k.startswith("CALL") for k in attrs):
             kernels.append((e, attrs))

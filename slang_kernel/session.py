@@ -187,24 +187,6 @@ class Session:
         backend's target (see KernelBuilds.dtype)."""
         return self.engine.dtype(type_name)
 
-    # -- transitional: engine plumbing that parts of other owners still call on the Session ----------
-    # (gradients, playground, slangtorch, distributed): they move to `session.engine`; these go then.
-
-    def request(self, op: str, **kwargs: Any) -> Any:
-        return self.engine.request(op, **kwargs)
-
-    def call(self, req: Any) -> dict[str, Any]:
-        return self.engine.call(req)
-
-    def compile(self, req: Any) -> dict[str, CompiledKernel]:
-        return self.engine.compile(req)
-
-    def owner(self, name: str, *, kernel: bool | None = None) -> Cell:
-        return self.engine.owner(name, kernel=kernel)
-
-    def function_info(self, name: str) -> Any:
-        return self.engine.function_info(name)
-
     # -- views --------------------------------------------------------------------------------------
 
     def code(self, name: str, target: str = "hlsl") -> str:

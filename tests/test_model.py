@@ -115,10 +115,10 @@ void computeMain(uint3 t: SV_DispatchThreadID) { outputBuffer[t.x] = bump(t.x); 
 def test_one_builder_for_every_request(cpu_session: sk.Session) -> None:
     s = cpu_session
     s.run_cell("float h(float x) { return N * x; }", name="h", defines={"N": "2"})
-    req = s.request("compile", cell="h", target="cpp")
+    req = s.engine.request("compile", cell="h", target="cpp")
     assert ("N", "2") in req.defines and "-I" in req.options
     assert req.digests == (("h", s.digest("h")),)
-    gen = s.request("compile", source="float k2(float x) { return h(x); }", target="cpp")
+    gen = s.engine.request("compile", source="float k2(float x) { return h(x); }", target="cpp")
     assert gen.deps[0][1] == "h" and gen.chain[-1].source.endswith("float k2(float x) { return h(x); }")
 
 
