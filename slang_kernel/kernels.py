@@ -146,6 +146,32 @@ class ComputeKernel:
         bound by name. The values replace any it was specialized with."""
         return ComputeKernel(self.session, self.name, self.session.specialization(self.name, values, type_conformances))
 
+    def run_build(self, build: CompiledKernel, *, threads: Any = None, groups: Any = None, **params: Any) -> None:
+        """Dispatch `build`, a revision of this kernel that `compiled()` returned earlier: what a live
+        view does to keep showing the last good revision while its cell's new one does not compile
+        (or does not take the view's parameters)."""
+        g = groups_for(build.entry_point, threads, groups)
+        check_parameters(build, params)
+        if 0 in g:
+            return
+        self.session.backend.dispatch(build, g, params)
+
+    def new_texture(self, param: str, width: int, height: int) -> Any:
+        """A zeroed texture for texture parameter `param`, height x width, of its texel type: on a
+        backend that keeps textures on the device, a device texture there; elsewhere the (H, W, C)
+        numpy array itself."""
+        from .backends import textures
+        from .playground_resources import texel
+
+        p = next((q for q in self.params if q.name == param), None)
+        if p is None or not p.type.is_texture:
+            raise ParameterError(f"{self.name}(): `{param}` is not a texture parameter"
+                                 + (f" ({p.type.name})" if p is not None else ""))
+        dtype, channels = texel(p.type)   # reflection names a texture's texel type only as text
+        arr = np.zeros((height, width, channels), dtype)
+        backend = self.session.backend
+        return textures(backend).texture(arr) if "textures" in backend.capabilities else arr
+
     @property
     def current(self) -> bool:
         """Whether the revision last compiled is still the current one of every cell it was made of."""

@@ -353,6 +353,10 @@ def test_the_architecture_arrows_hold() -> None:
     for name in engine:
         bad = {d for d in deps(name) if _front(d)}
         assert not bad, f"{name} (engine) imports the front end {bad}"
+    # the live view follows a kernel through the public API (the package's names, ComputeKernel's
+    # methods) and the Playground's image helpers, never backends, reflection or the session's parts
+    live = {d for d in deps("slang_kernel.widgets.live_kernel") if not d.startswith("slang_kernel.widgets")}
+    assert live <= {"slang_kernel", "slang_kernel.playground"}, live
     # the protocols are the views' only type of their host
     assert "slang_kernel.protocols" in deps("slang_kernel.kernels") and "slang_kernel.protocols" in deps(
         "slang_kernel.autodiff")
