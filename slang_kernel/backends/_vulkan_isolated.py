@@ -77,7 +77,7 @@ class IsolatedVulkanBackend:
 
     name = "vulkan"
     target = "spirv"
-    capabilities = frozenset({"device_buffers", "textures", "shared_arrays", "timing", "type_conformances"})
+    capabilities = frozenset({"device_buffers", "textures", "shared_arrays", "timing", "type_conformances", "replay"})
 
     def __init__(self, config: BackendConfig | None = None) -> None:
         self.config = config = config or BackendConfig()
@@ -327,6 +327,12 @@ class IsolatedVulkanBackend:
         bind, run, read, dev, how = m["timing"]
         return DispatchTiming(float(bind) + (m["bound"] - m["start"]) * 1000, float(run),
                               float(read) + (m["read"] - m["ran"]) * 1000, bool(dev), f"{how}, in the Vulkan worker")
+
+    def prepare_step(self, launches: list[tuple[CompiledKernel, tuple[int, int, int], Mapping[str, Any]]]) -> Any:
+        """The "replay" capability (slang_kernel.steps.Step): see _vulkan_step."""
+        from ._vulkan_step import IsolatedStep
+
+        return IsolatedStep(self, launches, next(self._ids))
 
     def dispatch(self, kernel: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any],
                  marks: dict[str, Any] | None = None) -> None:
