@@ -100,7 +100,8 @@ class CudaStep:
                     self._launch_all(side.ptr)
                 finally:
                     graph = side.end_capture()
-        except Exception:   # an older CuPy or driver without stream capture: cached launches
+        except Exception as exc:   # CuPy or the driver refused the capture: cached launches, saying why
+            self.mode = f"cached launches (no CUDA graph: {type(exc).__name__}: {str(exc)[:200]})"
             return
         self.graph, self._side = graph, side
         self.mode = "cuda graph"

@@ -15,7 +15,7 @@ import mmap
 import os
 import sys
 import time
-from typing import Any, Callable, cast
+from typing import Any, Callable, Mapping, cast
 
 import numpy as np
 
@@ -122,8 +122,9 @@ class Worker:
         """Replay a step (slang_kernel.steps.Step) `times` times: one command buffer, waited for."""
         st = self.steps.get(msg["id"])
         if st is None:
-            launches = [(self.kernels[key], tuple(g), {k: self._resolve(v, []) for k, v in values.items()})
-                        for key, g, values in msg["launches"]]
+            launches: list[tuple[CompiledKernel, tuple[int, int, int], Mapping[str, Any]]] = [
+                (self.kernels[key], (int(g[0]), int(g[1]), int(g[2])), {k: self._resolve(v, []) for k, v in values.items()})
+                for key, g, values in msg["launches"]]
             st = VulkanStep(self._backend(), launches)
             while len(self.steps) >= 16:
                 self.steps.pop(next(iter(self.steps))).close()
