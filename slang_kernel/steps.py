@@ -49,7 +49,6 @@ class Step:
         self._built: list[CompiledKernel] = []
         self._backend: Backend | None = None
         self._replay: Any = None
-        self.mode = ""            # how the backend replays: "cuda graph", "cached launches", ...
 
     def _launches(self) -> list[Launch]:
         out: list[Launch] = []
@@ -74,12 +73,16 @@ class Step:
         backend = self._given[0][0].session.backend
         if "replay" in backend.capabilities:
             self._replay = replay(backend).prepare_step(launches)
-            self.mode = str(getattr(self._replay, "mode", backend.name))
         else:
             self._replay = _Sequential(backend, launches)
-            self.mode = "one dispatch per launch"
         self._backend = backend
         self._built = [ck for ck, _, _ in launches]
+
+    @property
+    def mode(self) -> str:
+        """How the backend replays the step now: "cuda graph" (once it was captured, at the first
+        call), "cached launches", "one command buffer per call", ...; "" before the first call."""
+        return str(getattr(self._replay, "mode", "")) if self._replay is not None else ""
 
     def __call__(self, times: int = 1) -> None:
         if type(times) is not int or times < 0:
@@ -95,6 +98,8 @@ class Step:
 
 class _Sequential:
     """The fallback: each launch dispatched as a call would."""
+
+    mode = "one dispatch per launch"
 
     def __init__(self, backend: Backend, launches: list[Launch]) -> None:
         self.backend, self.launches = backend, [(ck, g, v) for ck, g, v in launches if 0 not in g]
