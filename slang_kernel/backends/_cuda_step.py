@@ -49,24 +49,20 @@ class CudaStep:
                                      "on CUDA; call the kernel instead")
             writebacks: list[Any] = []
             packer: Packer | None = None
+            bind = _device_only(backend._bind(writebacks, None), kernel.entry)
             slots = [ctypes.create_string_buffer(len(s)) for s in plan.slots]
             for (p, write), slot in zip(plan.params, slots):
                 v = values[p.name]
                 if write is None or not write(v, slot):
-                    packer = packer or Packer(backend._bind(writebacks, None))
+                    packer = packer or Packer(bind)
                     data = packer.encode(p.type, v, p.name)
                     ctypes.memmove(slot, data, len(data))
             glob = None
             if plan.globals:
-                packer = packer or Packer(backend._bind(writebacks, None))
+                packer = packer or Packer(bind)
                 glob = bytes(packer.pack_struct(plan.globals, kernel.reflection.globals_size, values, ""))
                 seen = globs.setdefault(id(plan.module), glob)
                 conflict = conflict or seen != glob
-            if writebacks:
-                names = [p.name for p, _ in plan.params if _is_host(values.get(p.name))]
-                raise ParameterError(
-                    f"Step: {kernel.entry}'s {', '.join(f'`{n}`' for n in names) or 'parameters'} are host arrays, "
-                    "which a replayed step cannot copy back: pass CuPy arrays (cupy.asarray(a)), used in place")
             params = (ctypes.c_void_p * max(1, len(slots)))(*[ctypes.addressof(b) for b in slots])
             self._keep += [slots, params, packer.keepalive if packer is not None else None]
             self.items.append(_Item(plan, groups, ctypes.addressof(params), glob))
@@ -123,5 +119,13 @@ class CudaStep:
             self._launch_all(ptr)
 
 
-def _is_host(v: Any) -> bool:
-    return isinstance(v, np.ndarray)
+def _device_only(bind: Any, entry: str) -> Any:
+    """The backend's binder, refusing host (numpy) buffers: a replayed step would use the copy made
+    when it was bound, and could not copy written ones back."""
+    def checked(name: str, t: Any, value: Any, packer: Packer) -> bytes:
+        if t.is_buffer and isinstance(value, np.ndarray):
+            raise ParameterError(f"Step: {entry}'s parameter `{name}` is a numpy array, which a replayed step would "
+                                 "copy only once: pass a CuPy array (cupy.asarray(a)), used in place")
+        data: bytes = bind(name, t, value, packer)
+        return data
+    return checked
