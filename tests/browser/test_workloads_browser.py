@@ -1,5 +1,6 @@
-"""notebooks/10_gaussian_fit.ipynb in JupyterLab (CPU backend, its reduced size): the fit's view is
-redrawn while the training cell runs, and the tqdm progress bar reaches the end."""
+"""The training notebooks (10_gaussian_fit, 11_neural_texture) in JupyterLab, on the CPU backend at
+their reduced size: the fit's view is redrawn while the training cell runs, and the tqdm progress
+bar reaches the end."""
 
 from __future__ import annotations
 
@@ -9,26 +10,28 @@ import time
 
 import pytest
 
-NOTEBOOK = pathlib.Path(__file__).resolve().parents[2] / "notebooks" / "10_gaussian_fit.ipynb"
+NOTEBOOKS = pathlib.Path(__file__).resolve().parents[2] / "notebooks"
 SETUP = ('import os\nos.environ["SLANG_KERNEL_BACKEND"] = "cpu"   # %slang_backend reads it\n'
          'os.environ["SLANG_KERNEL_QUICK"] = "1"')
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory, lab_tools) -> object:
+@pytest.fixture(params=["10_gaussian_fit", "11_neural_texture"])
+def lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, lab_tools) -> object:
     root = tmp_path_factory.mktemp("workloads")
-    nb = json.loads(NOTEBOOK.read_text())
+    name = request.param
+    nb = json.loads((NOTEBOOKS / f"{name}.ipynb").read_text())
     nb["cells"].insert(0, {"cell_type": "code", "execution_count": None, "id": "setup", "metadata": {},
                            "outputs": [], "source": SETUP})
     source = root / "source.ipynb"
     source.write_text(json.dumps(nb))
-    with lab_tools.jupyterlab(root, notebook="10_gaussian_fit.ipynb", source=source) as url:
-        yield url
+    with lab_tools.jupyterlab(root, notebook=f"{name}.ipynb", source=source) as url:
+        yield url, name
 
 
-def test_fit_is_drawn_live_with_a_progress_bar(lab: str, lab_tools) -> None:
-    with lab_tools.chromium_page("workloads_browser_failure.png") as page:
-        page.goto(lab)
+def test_fit_is_drawn_live_with_a_progress_bar(lab: tuple[str, str], lab_tools) -> None:
+    url, name = lab
+    with lab_tools.chromium_page(f"{name}_browser_failure.png") as page:
+        page.goto(url)
         page.wait_for_selector(".jp-Notebook", timeout=60_000)
         page.get_by_text("| Idle").first.wait_for(timeout=60_000)
         page.locator(".jp-Notebook .jp-Cell").first.click()
@@ -60,4 +63,4 @@ def test_fit_is_drawn_live_with_a_progress_bar(lab: str, lab_tools) -> None:
         text = training.locator(".jp-OutputArea").text_content() or ""
         assert "60/60" in text, text[-400:]
         assert "Traceback" not in text
-        training.screenshot(path=str(lab_tools.ARTIFACTS / "workloads_browser.png"))
+        training.screenshot(path=str(lab_tools.ARTIFACTS / f"{name}_browser.png"))
