@@ -71,10 +71,8 @@ class Step:
         """Check and bind the launches now (the first call does it; a re-run cell makes it again)."""
         launches = self._launches()
         backend = self._given[0][0].session.backend
-        if "replay" in backend.capabilities:
-            self._replay = replay(backend).prepare_step(launches)
-        else:
-            self._replay = _Sequential(backend, launches)
+        prepared = replay(backend).prepare_step(launches) if "replay" in backend.capabilities else None
+        self._replay = prepared if prepared is not None else _Sequential(backend, launches)
         self._backend = backend
         self._built = [ck for ck, _, _ in launches]
 

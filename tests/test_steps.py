@@ -106,3 +106,32 @@ def test_step_bad_input_is_named(session: sk.Session) -> None:
         host = np.zeros(8, np.float32)      # a replayed step cannot copy host arrays back at every launch
         with pytest.raises(sk.ParameterError, match="`acc`|host"):
             Step([(session.kernel("halve"), dict(threads=8, n=8))], shared=dict(acc=host))(1)
+
+
+OOB = """
+RWStructuredBuffer<float> acc;
+
+[shader("compute")]
+[numthreads(8, 1, 1)]
+void poke(uint3 tid : SV_DispatchThreadID, uniform uint n)
+{
+    if (tid.x < n) acc[tid.x] += 1.0;   // acc has 4 elements: threads 4..7 write out of range
+}
+"""
+
+
+def test_checked_session_steps_check_every_launch(backend_name: str, cache_dir: str) -> None:
+    """Session(checked=True): a step dispatches launch by launch, so each one is checked."""
+    try:
+        s = sk.Session(backend=backend_name, checked=True, cache_dir=cache_dir)
+    except sk.BackendUnavailable as exc:
+        pytest.skip(f"{backend_name} backend unavailable: {exc}")
+    try:
+        s.run_cell(OOB, name="oob")
+        acc = _device(s, np.zeros(4, np.float32))
+        step = Step([(s.kernel("poke"), dict(threads=8, n=8))], shared=dict(acc=acc))
+        with pytest.raises(sk.BoundsError):
+            step(1)
+        assert step.mode == "one dispatch per launch"
+    finally:
+        s.close()

@@ -81,10 +81,11 @@ class ReplayStep(Protocol):
 
 class Replay(Protocol):
     """"replay": launches bound once and replayed without binding them again (CUDA graphs, one
-    command buffer per call on Vulkan). `launches`: (kernel, groups, values) in order."""
+    command buffer per call on Vulkan). `launches`: (kernel, groups, values) in order. None: dispatch
+    them one by one here (a checked session checks every dispatch)."""
 
     def prepare_step(self, launches: list[tuple[CompiledKernel, tuple[int, int, int], Mapping[str, Any]]]
-                     ) -> ReplayStep: ...
+                     ) -> ReplayStep | None: ...
 
 
 def replay(backend: "Backend") -> Replay:

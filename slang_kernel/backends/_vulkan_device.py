@@ -35,6 +35,7 @@ from . import BackendConfig, DispatchTiming
 from ..compiled import CompiledKernel, ModuleSource
 from ..errors import BackendUnavailable, VulkanCompileError
 from .packing import ParameterError, describe
+from ._bounds_slang import Checked, dispatch_checked, is_variant, with_variants
 from ._vulkan_binding import _Binder
 from ._vulkan_prepared import (F_BUF, F_FLOAT, F_INT, F_TEX, MISSING, SET0_ANCHOR, Prepared, cursor as cursor_of,
                                fast_kind, needs_set0_anchor, write_changed)
@@ -97,6 +98,7 @@ class VulkanBackend:
         self.config = config or BackendConfig()
         self._lock = threading.RLock()
         self._timestamp_pool: tuple[Any, Any] | None = None   # (device, its timestamp QueryPool or None)
+        self._checked: dict[str, Checked] = {}   # Session(checked=True): kernel key -> its variant (_bounds_slang)
         self._open()
 
     def _open(self) -> None:
@@ -255,12 +257,17 @@ class VulkanBackend:
             return pk
 
     def prepare_step(self, launches: list[tuple[CompiledKernel, tuple[int, int, int], Mapping[str, Any]]]) -> Any:
-        """The "replay" capability (slang_kernel.steps.Step): see _vulkan_step."""
+        """The "replay" capability (slang_kernel.steps.Step): see _vulkan_step. None in a checked
+        session, whose dispatches run checked variants."""
         from ._vulkan_step import VulkanStep
 
+        if self.config.checked:
+            return None
         return VulkanStep(self, launches)
 
     def dispatch(self, kernel: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any]) -> None:
+        if self.config.checked and not is_variant(kernel):
+            return dispatch_checked(self.dispatch, self._checked, kernel, groups, values)
         text = self.run(kernel, groups, values)
         if text:
             sys.stdout.write(text)
@@ -429,6 +436,7 @@ class VulkanBackend:
         """Drop the kernels of replaced revisions. A Slang session cannot unload modules, and every
         revision is a module of its own (~1 MB each in sgl), so after MODULES_PER_SESSION modules new
         ones go into a fresh Slang session on the same device: the old one goes with its last kernel."""
+        keys = with_variants(keys, self._checked)
         with self._lock:
             for k in keys:
                 self._kernels.pop(k, None)

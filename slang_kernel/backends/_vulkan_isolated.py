@@ -25,7 +25,6 @@ import sys
 import threading
 import time
 import weakref
-from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
@@ -36,39 +35,18 @@ from ..errors import (BackendUnavailable, DeviceLost, KernelCrash, KernelInterru
                       VulkanCompileError)
 from . import BackendConfig, DispatchTiming, _shm
 from .packing import describe
+from ._bounds_slang import Checked, dispatch_checked, is_variant, with_variants
 from ._vulkan_handles import VulkanBufferHandle, VulkanTextureHandle, _Handle
+from ._vulkan_process import _Process
 from ._vulkan_wire import ArrayArg, ArraySlot, DeviceRef, Reply
 
 __all__ = ["IsolatedVulkanBackend", "VulkanBufferHandle", "VulkanTextureHandle"]
 
-_ROOT = str(Path(__file__).resolve().parents[2])   # the folder that holds the slang_kernel package
-_BOOTSTRAP = (f"import sys; sys.path.insert(0, {_ROOT!r}); "
-              "from slang_kernel.backends._vulkan_worker import main; main()")
 STAGING_KEEP = 256 << 20   # a staging segment larger than this is given back after the call
 _ERRORS: dict[str, type[Exception]] = {
     "ParameterError": ParameterError, "VulkanCompileError": VulkanCompileError, "TypeError": TypeError,
     "ValueError": ValueError, "KeyError": KeyError, "IndexError": IndexError, "DeviceLost": DeviceLost,
     "NotImplementedError": NotImplementedError, "BackendUnavailable": BackendUnavailable}
-
-
-class _Process(_ipc.WorkerProcess):
-    """The worker, and what this incarnation of it holds: mapped segments, loaded kernel revisions."""
-
-    def __init__(self, include_paths: tuple[str, ...]) -> None:
-        super().__init__((sys.executable, "-c", _BOOTSTRAP))
-        self.include_paths = include_paths
-        self.generation = 0
-        self.mapped: set[int] = set()
-        self.loaded: set[str] = set()
-        self.ready: Reply | None = None
-        self.in_flight = False
-
-    def start(self) -> None:
-        super().start()
-        self.generation += 1
-        self.mapped, self.loaded, self.ready, self.in_flight = set(), set(), None, False
-        assert self.channel is not None
-        self.channel.send({"op": "init", "include_paths": list(self.include_paths)})  # read by wait_ready
 
 
 class IsolatedVulkanBackend:
@@ -93,6 +71,7 @@ class IsolatedVulkanBackend:
         self._unmaps: list[int] = []
         self._lost: dict[int, str] = {}            # worker generation -> what happened to it
         self._writable: dict[str, frozenset[str]] = {}
+        self._checked: dict[str, Checked] = {}   # Session(checked=True): kernel key -> its variant (_bounds_slang)
         self._free_lock = threading.Lock()
         self._proc.start()
         try:
@@ -330,13 +309,18 @@ class IsolatedVulkanBackend:
                               float(read) + (m["read"] - m["ran"]) * 1000, bool(dev), f"{how}, in the Vulkan worker")
 
     def prepare_step(self, launches: list[tuple[CompiledKernel, tuple[int, int, int], Mapping[str, Any]]]) -> Any:
-        """The "replay" capability (slang_kernel.steps.Step): see _vulkan_step."""
+        """The "replay" capability (slang_kernel.steps.Step): see _vulkan_step. None in a checked
+        session, whose dispatches run checked variants."""
         from ._vulkan_step import IsolatedStep
 
+        if self.config.checked:
+            return None
         return IsolatedStep(self, launches, next(self._ids))
 
     def dispatch(self, kernel: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any],
                  marks: dict[str, Any] | None = None) -> None:
+        if self.config.checked and marks is None and not is_variant(kernel):   # (profile: the kernel as written)
+            return dispatch_checked(self.dispatch, self._checked, kernel, groups, values)
         arrays: list[np.ndarray] = []
         index: dict[int, int] = {}
         nested: list[int] = []   # arrays inside dicts/lists (a ParameterBlock's buffers): written back too
@@ -420,6 +404,7 @@ class IsolatedVulkanBackend:
 
     def forget(self, keys: list[str]) -> None:
         """Drop the worker's kernels of these revisions (replaced cells)."""
+        keys = with_variants(keys, self._checked)
         with self._lock:
             keys = [k for k in keys if k in self._proc.loaded]
             if keys and self._proc.channel is not None:

@@ -30,13 +30,14 @@ from ._cuda_textures import (CudaSampler, CudaTexture, TextureBinder, dispatch_s
                              unsupported_texture_use)
 from .packing import Packer, ParameterError, buffer_array, element_dtype, fast_writer
 from ._wait import wait_polled
-from .cpu import TYPED_AS_STRUCTURED, _body
+from ._cpu_build import TYPED_AS_STRUCTURED, body as _body
 
 
 __all__ = ["CudaBackend", "create"]
 
 NVRTC_OPTIONS = ("--std=c++17", "-default-device", "-lineinfo")
 CHECKED_PRELUDE = Path(__file__).with_name("cuda_prelude.h")
+REPORT_BYTES = 56   # cuda_prelude.h's SkBoundsReport
 
 
 def create(config: BackendConfig) -> "CudaBackend":
@@ -205,9 +206,12 @@ class CudaBackend:
         return plan
 
     def prepare_step(self, launches: list[tuple[CompiledKernel, tuple[int, int, int], Mapping[str, Any]]]) -> Any:
-        """The "replay" capability (slang_kernel.steps.Step): see _cuda_step."""
+        """The "replay" capability (slang_kernel.steps.Step): see _cuda_step. None in a checked
+        session, whose dispatches each read their bounds report."""
         from ._cuda_step import CudaStep
 
+        if self.checked:
+            return None
         return CudaStep(self, launches)
 
     def dispatch(self, kernel: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any],
@@ -268,7 +272,7 @@ class CudaBackend:
                     if all(type(v) in (int, float, bool, cupy_array) or v is None for v in held):
                         plan.last_globals = held
             if plan.report is not None:
-                plan.report.memset_async(0, 32, stream)
+                plan.report.memset_async(0, REPORT_BYTES, stream)
             if marks is not None:
                 marks["bound"] = time.perf_counter()
                 marks["events"][0].record(stream)
@@ -278,8 +282,6 @@ class CudaBackend:
         timeout = self.config.timeout
         if timeout is not None:  # (a plain synchronize reports a faulting kernel at once; polling is the opt-in)
             self._wait(stream, kernel.entry, timeout)
-        if plan.report is not None:
-            self._check_bounds(plan.report, kernel, values, stream, packer)
         if marks is not None:
             marks["events"][1].synchronize()
             marks["ran"] = time.perf_counter()
@@ -291,6 +293,8 @@ class CudaBackend:
             stream.synchronize()
         if marks is not None:
             marks["read"] = time.perf_counter()
+        if plan.report is not None:   # after the write-back: in-range results reach the arrays, as on the CPU
+            self._check_bounds(plan.report, kernel, values, stream, packer)
 
     def _wait(self, stream: Any, entry: str, timeout: float | None) -> None:
         """With Session(timeout=): poll an event recorded after the launch (see _wait.wait_polled)."""
@@ -304,10 +308,10 @@ class CudaBackend:
         """Checked sessions: read the device's report of the first out-of-range index, name its buffer."""
         from ..errors import BoundsError
 
-        report = np.zeros(4, np.uint64)
+        report = np.zeros(7, np.uint64)
         stream.synchronize()
-        device_report.copy_to_host(report.ctypes.data, 32)
-        count, index, size, data = (int(x) for x in report)
+        device_report.copy_to_host(report.ctypes.data, REPORT_BYTES)
+        count, index, size, data, x, y, z = (int(v) for v in report)
         if not count:
             return
         pointers = dict(self._last_pointers)
@@ -315,7 +319,8 @@ class CudaBackend:
             dev = _on_device(v) if not isinstance(v, np.ndarray) else None
             if dev is not None:
                 pointers[int(dev.data.ptr)] = name
-        raise BoundsError(kernel.entry, count, index, size, pointers.get(data) or ("a local array" if not data else None))
+        raise BoundsError(kernel.entry, count, index, size, pointers.get(data) or ("a local array" if not data else None),
+                          (x, y, z))
 
     def _upload_globals(self, plan: "_Plan", kernel: CompiledKernel, values: Mapping[str, Any],
                         packer: Packer) -> None:
