@@ -281,9 +281,9 @@ def visibility_variant(text: str, hidden: Iterable[str]) -> str:
             vis = next((w for w in head_words[:4] if w in _VISIBILITY), None)
             if hidden_here and d.kind == "function" and re.search(r"\b(shader|numthreads)\b", b[d.start:d.head]):
                 # a hidden kernel is renamed too: Slang finds entry points by name, visibility aside
-                m = re.compile(rf"\b{re.escape(d.names[0])}(?=\s*[(<])").search(b, d.head)
-                if m is not None and m.start() < (d.body[0] if d.body else d.end):
-                    inserts.append((m.end(), "_sk_shadowed"))
+                hit = re.compile(rf"\b{re.escape(d.names[0])}(?=\s*[(<])").search(b, d.head)
+                if hit is not None and hit.start() < (d.body[0] if d.body else d.end):
+                    inserts.append((hit.end(), "_sk_shadowed"))
             if vis is None:
                 inserts.append((d.head, "internal " if hidden_here else "public "))
             elif hidden_here and vis == "public":
