@@ -25,6 +25,8 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 
 import numpy as np
 
+from . import scanner
+
 __all__ = ["NodeValue", "Callee", "Inst", "evaluate_flow", "json_floats", "split_args", "value_rank", "vector_size", "INTRINSICS"]
 
 
@@ -95,20 +97,7 @@ _LITERAL = re.compile(r"^\s*(-?[0-9.eE+\-]+|true|false)\s*:\s*\w+")
 
 def split_args(args: str) -> list[str]:
     """Top-level comma split of an instruction's operand text."""
-    out, depth, cur = [], 0, ""
-    for ch in args:
-        if ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth -= 1
-        if ch == "," and depth == 0:
-            out.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    if cur.strip():
-        out.append(cur.strip())
-    return out
+    return scanner.split_commas(args)
 
 
 def vector_size(t: str | None) -> int:
