@@ -32,11 +32,9 @@ with the image focused (click it first).
 
 from __future__ import annotations
 
-import base64
 import re
 import threading
 import time
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
@@ -51,6 +49,8 @@ from .compiler.reflection import ParamInfo, TypeInfo
 from .errors import PlaygroundError
 from .kernels import check_parameters, groups_for
 from .playground_resources import Declaration, Resource, declared_formats, make_resource
+from .playground_text import (PLAYGROUND_URL, decode_playground_link, decode_prints, is_playground, playground_link,
+                              string_hash, string_table)
 
 if TYPE_CHECKING:
     from .session import Session
@@ -61,151 +61,8 @@ __all__ = [
     "string_hash", "to_rgba8",
 ]
 
-PLAYGROUND_URL = "https://shader-slang.org/slang-playground/"
 SCREEN_SIZE = (512, 512)   # (width, height) of the "screen" BLACK_SCREEN is a fraction of
 
-_ATTR = re.compile(r"\[\s*playground\s*::")
-_IMPORT = re.compile(r"^\s*import\s+(playground|printing|rendering)\s*;", re.M)
-
-
-# -- share links ----------------------------------------------------------------------------------
-
-
-def playground_link(source: str, target: str = "WGSL") -> str:
-    """The Slang Playground share link of ``source``: zlib-compressed, base64url without padding."""
-    code = base64.urlsafe_b64encode(zlib.compress(source.encode("utf-8"), 9)).decode("ascii").rstrip("=")
-    return f"{PLAYGROUND_URL}?target={target}&code={code}"
-
-
-def decode_playground_link(link: str) -> str:
-    """The source in a Playground share link (inverse of :func:`playground_link`)."""
-    from urllib.parse import parse_qs, urlparse
-
-    code = parse_qs(urlparse(link).query).get("code", [""])[0]
-    return zlib.decompress(base64.urlsafe_b64decode(code + "=" * (-len(code) % 4))).decode("utf-8")
-
-
-def is_playground(source: str) -> bool:
-    """Does this source use the Playground's modules or attributes?"""
-    return bool(_ATTR.search(source) or _IMPORT.search(source))
-
-
-# -- printing -------------------------------------------------------------------------------------
-
-
-def string_hash(text: str) -> int:
-    """Slang's getStringHash (getStableHashCode32 over the UTF-8 bytes)."""
-    h = 0
-    for b in text.encode("utf-8"):
-        c = b - 256 if b >= 128 else b  # the bytes are (signed) chars
-        h = (c + (h << 6) + (h << 16) - h) & 0xFFFFFFFF
-    return h
-
-
-_LITERAL = re.compile(r'"((?:\\.|[^"\\])*)"')
-_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'", "0": "\0"}
-
-
-def _unescape(s: str) -> str:
-    return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(1)), s)
-
-
-def string_table(*sources: str) -> dict[int, str]:
-    """Hash -> text of every string literal in the sources (and their printf->print rewrites)."""
-    out: dict[int, str] = {}
-    texts = list(sources)
-    try:  # the Vulkan backend rewrites printf("%d") into sgl's print("{}"): know those literals too
-        from .backends.printing import rewrite_printf
-
-        texts += [rewrite_printf(s) for s in sources]
-    except Exception:  # pragma: no cover - slangpy missing
-        pass
-    for src in texts:
-        for m in _LITERAL.finditer(src):
-            s = _unescape(m.group(1))
-            out[string_hash(s)] = s
-    return out
-
-
-_PRINTF_SPEC = re.compile(r"%([-+ #0]*)(\d+|\*)?(?:\.(\d+))?(?:hh|h|ll|l|z|j|t|L)?([diufFeEgGxXoscp%])")
-_BRACE_SPEC = re.compile(r"\{([^{}]*)\}")
-
-
-def _format(fmt: str, args: list[Any]) -> str:
-    """printf-style (%d) or, after the Vulkan rewrite, format-style ({}) formatting."""
-    if "%" not in fmt and _BRACE_SPEC.search(fmt):
-        it = iter(args)
-
-        def brace(m: re.Match[str]) -> str:
-            spec = m.group(1).lstrip(":")
-            v = next(it, "")
-            try:
-                return format(v, spec)
-            except (ValueError, TypeError):
-                return str(v)
-        return _BRACE_SPEC.sub(brace, fmt.replace("{{", "\x00").replace("}}", "\x01")).replace(
-            "\x00", "{").replace("\x01", "}") + ("\n" if not fmt.endswith("\n") else "")
-    out, pos, i = [], 0, 0
-    for m in _PRINTF_SPEC.finditer(fmt):
-        out.append(fmt[pos:m.start()])
-        pos = m.end()
-        flags, width, prec, conv = m.groups()
-        if conv == "%":
-            out.append("%")
-            continue
-        v = args[i] if i < len(args) else 0
-        i += 1
-        if conv in "diu":
-            conv, v = "d", int(v) if not isinstance(v, str) else v
-        elif conv in "xXo":
-            v = int(v) & 0xFFFFFFFF if not isinstance(v, str) else v
-        elif conv == "c":
-            v = chr(int(v) & 0x10FFFF) if not isinstance(v, str) else v[:1]
-        elif conv == "p":
-            conv, v = "x", int(v)
-        spec = "%" + flags + (width or "") + (f".{prec}" if prec is not None else "") + conv
-        try:
-            out.append(spec % v)
-        except (TypeError, ValueError):
-            out.append(str(v))
-    out.append(fmt[pos:])
-    return "".join(out)
-
-
-def decode_prints(words: np.ndarray, strings: Mapping[int, str]) -> str:
-    """Text of the records in a printing module buffer (see slang/printing.slang)."""
-    w = np.asarray(words).reshape(-1).view(np.uint32)
-    if w.size == 0:
-        return ""
-    used = int(w[0])
-    end = min(1 + used, w.size)
-    out, pos = [], 1
-    while pos + 2 <= end:
-        n = int(w[pos])
-        if n > 64 or pos + 2 + 2 * n > end:
-            break
-        fmt = strings.get(int(w[pos + 1]), f"<format #{int(w[pos + 1]):08x}>")
-        args: list[Any] = []
-        for k in range(n):
-            tag, bits = int(w[pos + 2 + 2 * k]), np.uint32(w[pos + 3 + 2 * k])
-            if tag == 1:
-                args.append(int(bits.view(np.int32)))
-            elif tag == 2:
-                args.append(int(bits))
-            elif tag == 3:
-                args.append(float(bits.view(np.float32)))
-            elif tag == 4:
-                args.append(strings.get(int(bits), f"<string #{int(bits):08x}>"))
-            elif tag == 5:
-                args.append(bool(bits))
-            else:
-                args.append(int(bits))
-        out.append(_format(fmt, args))
-        pos += 2 + 2 * n
-    text = "".join(out)
-    if used + 1 > w.size:
-        text += f"\n[printing: output truncated, the buffer holds {w.size - 1} words]\n"
-    return text
 
 
 def dispatch(backend: Backend, ck: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any]) -> None:
@@ -217,8 +74,8 @@ def dispatch(backend: Backend, ck: CompiledKernel, groups: tuple[int, int, int],
 
 
 def to_rgba8(a: np.ndarray) -> np.ndarray:
-    """An (H, W[, C]) image as (H, W, 4) uint8 RGBA, floats clamped to [0, 1] (what an rgba8 texture
-    stores): 1 MB per 512x512 frame instead of 4 MB of float32. Missing channels: gray from one, blue
+    """An (H, W[, C]) image as (H, W, 4) uint8 RGBA, floats clamped to [0, 1] and rounded (what an rgba8
+    texture stores): 1 MB per 512x512 frame instead of 4 MB of float32. Missing channels: gray from one, blue
     0 for two, alpha 255. A uint8 RGBA array comes back as it is."""
     a = np.asarray(a)
     if a.ndim == 2:
@@ -226,10 +83,10 @@ def to_rgba8(a: np.ndarray) -> np.ndarray:
     c = a.shape[2]
     if a.dtype == np.uint8 and c == 4:
         return a
-    if a.dtype.kind == "f":
-        a = np.clip(a, 0.0, 1.0)
-        a *= 255.0
-        a += 0.5
+    if a.dtype.kind == "f":   # x * 255 in float32, rounded to nearest even: what lavapipe's rgba8 store does
+        a = np.clip(a, 0.0, 1.0, dtype=np.float32)
+        a *= np.float32(255.0)
+        np.rint(a, out=a)
         if c == 4:
             return a.astype(np.uint8)  # one contiguous cast: 0.3 ms at 512x512, channel by channel 1.4
     out = np.empty((*a.shape[:2], 4), np.uint8)
@@ -552,7 +409,7 @@ class PlaygroundProgram:
             self.set(**values)
             for name, inp in self.inputs.items():   # in the uniform's own type: uint, int or float
                 if inp.kind == "TIME" and "TIME" not in values and name not in values:
-                    self.uniforms[name] = _as_scalar(inp.type, (time.perf_counter() - self.start) * 1000.0)
+                    self.uniforms[name] = _as_scalar(inp.type, time.perf_counter() - self.start)
                 elif inp.kind == "FRAME_ID" and name not in values:
                     self.uniforms[name] = _as_scalar(inp.type, self.frame_index)
             printing = self.resources.get("g_printedBuffer")
@@ -573,7 +430,9 @@ class PlaygroundProgram:
             if printing is not None and "print" in rev.source:
                 if self._strings is None:
                     self._strings = string_table(rev.source, *rev.sources)
-                self.printed = decode_prints(self._read(printing), self._strings)
+                text = decode_prints(self._read(printing), self._strings)
+                if text:   # RenderCanvas.vue shows a frame's output only when it printed something
+                    self.printed = text
         return self
 
     def _clear_prints(self, r: Resource) -> None:
@@ -606,7 +465,13 @@ class PlaygroundProgram:
         return self._read(self.resources[name])
 
     def image(self, name: str | None = None) -> np.ndarray:
-        """The shown texture as (H, W, 4) uint8 RGBA (clamped, as an rgba8 texture stores it)."""
+        """The canvas as the Playground shows it: the output texture as (H, W, 4) uint8 RGBA (clamped
+        and rounded, as an rgba8 texture stores it), flipped vertically (texture row 0 at the bottom:
+        the Playground's pass-through quad samples v = 0 at the bottom of the canvas)."""
+        return self.texture(name)[::-1]
+
+    def texture(self, name: str | None = None) -> np.ndarray:
+        """The output texture (or texture `name`) as stored: (H, W, 4) uint8 RGBA, row 0 first."""
         name = name or self.output_name()
         if name is None:
             raise PlaygroundError(f"{self.cell} has no image output")
@@ -627,8 +492,9 @@ def program_for(session: "Session", cell: str) -> PlaygroundProgram | None:
 
 
 def _as_scalar(t: TypeInfo, x: float) -> int | float:
-    """A TIME / FRAME_ID value for a uniform of type t: whole numbers for int and uint (TIME in
-    milliseconds, wrapping as the Playground's 32-bit uniforms do), else a float."""
+    """A TIME (seconds) / FRAME_ID value for a uniform of type t: int and uint truncated toward zero
+    and wrapped to 32 bits (JavaScript's DataView.setInt32 / setUint32, as the Playground writes
+    them), else a float."""
     s = t.scalar or "float32"
     if s.startswith("uint"):
         return int(x) & 0xFFFFFFFF
