@@ -316,14 +316,14 @@ _PASS_THROUGH = Path(__file__).with_name("pass_through.wgsl").read_text()
 @dataclass
 class PlaygroundRuntime:
     """`onRun(compilePlayground(compile(source)))` on a `width` x `height` canvas; `frame()` is one
-    `execFrame`. rand: resource name -> float32 values for its RAND buffer (the Playground draws them
-    with Math.random()); base_dir: what URL / DATA paths are relative to (the page's address)."""
+    `execFrame`. rand: given the RAND buffers' (name, count) in declaration order, their float32
+    values (the Playground draws them with Math.random()); base_dir: what URL / DATA paths are relative to (the page's address)."""
 
     source: str
     width: int
     height: int
     base_dir: Path
-    rand: dict[str, np.ndarray] = field(default_factory=dict)
+    rand: Callable[[list[tuple[str, int]]], dict[str, np.ndarray]] | None = None
     image_loader: Callable[[bytes], np.ndarray] | None = None
 
     def __post_init__(self) -> None:
@@ -377,6 +377,9 @@ class PlaygroundRuntime:
     # processResourceCommands
     def _resources(self, indirect: set[str]) -> None:
         dev, pg, BU, TU = self.dev, self.pg, wgpu.BufferUsage, wgpu.TextureUsage
+        wanted = [(n, int(a[0])) for n, k, a, _ in pg.resource_commands if k == "RAND"]
+        rand = self.rand(wanted) if self.rand is not None else {
+            n: np.random.default_rng().random(c).astype(np.float32) for n, c in wanted}
         self.res["uniformInput"] = dev.create_buffer(size=max(pg.uniform_size, 16), usage=BU.UNIFORM | BU.COPY_DST)
         for name, kind, args, p in pg.resource_commands:
             entry = pg.layout[name]
@@ -385,7 +388,7 @@ class PlaygroundRuntime:
                 if kind == "ZEROS":
                     data = np.zeros(int(args[0]) * _size_of(p["type"]["resultType"]), np.uint8)
                 elif kind == "RAND":
-                    data = np.asarray(self.rand[name], np.float32).view(np.uint8)
+                    data = np.asarray(rand[name], np.float32).view(np.uint8)
                     assert data.size == int(args[0]) * 4, f"RAND({args[0]}) of {name}: {data.size // 4} given"
                 else:
                     raw = (self.base_dir / args[0]).read_bytes()
