@@ -48,6 +48,7 @@ from .compiler.diagnostics import SlangCompileError
 from .compiler.reflection import ParamInfo, TypeInfo
 from .errors import PlaygroundError
 from .kernels import check_parameters, groups_for
+from .playground_robust import webgpu_kernel
 from .playground_resources import Declaration, Resource, declared_formats, make_resource
 from .playground_text import (PLAYGROUND_URL, decode_playground_link, decode_prints, is_playground, playground_link,
                               string_hash, string_table)
@@ -160,7 +161,7 @@ def _compile(session: "Session", name: str) -> _Revision:
     kernels: list[tuple[str, Mapping[str, tuple[Any, ...]]]] = []
     compiled: dict[str, CompiledKernel] = {}
     for e in c.entry_points:
-        ck = session.compile(session.request("compile", cell=name, entries=[e]))[e]
+        ck = webgpu_kernel(session.compile(session.request("compile", cell=name, entries=[e]))[e])
         attrs = _pg_attrs(ck.entry_point.attributes)
         if any(k.startswith("CALL") for k in attrs):
             kernels.append((e, attrs))

@@ -43,12 +43,6 @@ KNOWN = {
     ("cpu", "gsplat2d"): "Slang's C++ target: E99999 'unexpected IR opcode' on blobs[blobCount++] with a "
                          "groupshared Atomic<uint>, and no group barriers (E36107; README)",
     ("cpu", "gsplat2d-diff"): "Slang's C++ target has no group barriers (E36107; README)",
-    ("vulkan", "gsplat2d"): "its 256-entry groupshared tile list overflows; WGSL clamps the index, "
-                            "Vulkan has no robustness for groupshared memory (not done: docs/playground.md)",
-    ("vulkan", "gsplat2d-diff"): "the same overflow: the tile list writes past its end into the other "
-                                 "groupshared arrays (image statistics off by ~24 steps)",
-    ("cuda", "gsplat2d"): "groupshared overflow, as on Vulkan (not done: docs/playground.md)",
-    ("cuda", "gsplat2d-diff"): "groupshared overflow, as on Vulkan (not done: docs/playground.md)",
 }
 
 
