@@ -151,7 +151,7 @@ class _Revision:
     formats: Mapping[str, str] = field(default_factory=dict)   # global -> its explicit [format("...")]
 
 
-def _compile(session: "Session", name: str) -> _Revision:
+def _compile(session: "Session", name: str, webgpu_bounds: bool = True) -> _Revision:
     """The current revision of cell `name`, its CALL entry points compiled for the session's backend
     (through the session's one compile path: the same cache as `compile_entry`)."""
     c = session.cell(name)
@@ -161,7 +161,8 @@ def _compile(session: "Session", name: str) -> _Revision:
     kernels: list[tuple[str, Mapping[str, tuple[Any, ...]]]] = []
     compiled: dict[str, CompiledKernel] = {}
     for e in c.entry_points:
-        ck = webgpu_kernel(session.compile(session.request("compile", cell=name, entries=[e]))[e])
+        ck = session.compile(session.request("compile", cell=name, entries=[e]))[e]
+        ck = webgpu_kernel(ck) if webgpu_bounds else ck
         attrs = _pg_attrs(ck.entry_point.attributes)
         if any(k.startswith("CALL") for k in attrs):
             kernels.append((e, attrs))
@@ -192,8 +193,9 @@ class PlaygroundProgram:
     """
 
     def __init__(self, session: "Session", cell: str | None = None, *, screen: tuple[int, int] = SCREEN_SIZE,
-                 base_dir: str | Path | None = None, seed: int = 0) -> None:
+                 base_dir: str | Path | None = None, seed: int = 0, webgpu_bounds: bool = True) -> None:
         self.session = session
+        self.webgpu_bounds = webgpu_bounds   # WebGPU's clamped indices (playground_robust); False to measure
         self.cell = cell if cell is not None else session.cells[-1]
         self.screen = screen
         self.base_dir = Path(base_dir) if base_dir is not None else Path.cwd()
@@ -213,7 +215,7 @@ class PlaygroundProgram:
         self._lock = threading.RLock()
         self._bound: _Revision | None = None
         self._seen = session.revision
-        self._adopt(_compile(session, self.cell), keep=False)
+        self._adopt(_compile(session, self.cell, webgpu_bounds), keep=False)
 
     # -- what it runs now
 
@@ -272,7 +274,7 @@ class PlaygroundProgram:
             self._seen, self._stuck = s.revision, None
             return False
         try:
-            new = _compile(s, self.cell)
+            new = _compile(s, self.cell, self.webgpu_bounds)
             if not new.kernels:
                 raise PlaygroundError(f"{self.cell} has no [playground::CALL...] entry point any more")
             self._adopt(new, keep=not moved)

@@ -5,13 +5,16 @@ Every demo runs on each backend here for the same frames with the same inputs (T
 buffers from the same seed) on a 128 x 96 canvas (not square: a swapped x / y shows), then:
 - image demos: the canvas as shown (flipped, as the Playground's pass-through quad shows it) pixel by
   pixel. Tolerance: |difference| <= 1 per channel on every pixel (the last bit of rgba8 rounding:
-  WebGPU leaves ties of the float -> unorm8 conversion to the implementation), and at most 0.2% of the
-  pixels beyond that, for demos that divide by a quantity that crosses zero (circle's ring at
-  1/(30 uv.y), ocean's ray march): there the few-ulp differences of sin/atan2/exp, which neither WGSL,
-  Vulkan nor C++ require to be correctly rounded, grow to whole colour steps. The counts are printed.
+  WebGPU leaves ties of the float -> unorm8 conversion to the implementation), except for two demos
+  that amplify the last bits of sin/atan2/exp, which neither WGSL, Vulkan, CUDA nor C++ require to be
+  correctly rounded (circle divides by 30 uv.y, which crosses zero on the ring; ocean ray-marches):
+  there at most 1% of the pixels may differ by more (on lavapipe and the CPU it is under 0.3%; NVIDIA's
+  hardware sin/exp approximations move 0.7% of ocean's pixels).
 - gsplat2d, gsplat2d-diff: their atomics decide the order of the blobs in a tile (and gsplat2d
-  overflows its 256-entry tile list), so pixels are not repeatable even on one device: compared by
-  image statistics (mean per channel within 2 steps, standard deviation within 3).
+  overflows its 256-entry tile list: WebGPU clamps the index, so the last entry is raced for), so
+  pixels are not repeatable on a parallel GPU: compared by image statistics (mean and standard
+  deviation per channel within 3 steps of 255).
+Every case prints one line (demo, backend, how many pixels differ) for the report.
 - print demos: the printed text, equal.
 - entrypoint (compile only): compiles here as it does there, and is not run.
 
@@ -166,9 +169,11 @@ def test_demo_matches_the_playground(demo: str, backend: str, reference: Any, se
     got = ours(_session(sessions, backend, cache_dir), demo)
     assert got["runnable"] == ref["runnable"]
     if not ref["runnable"]:
+        print(f"\nREPORT {demo} on {backend}: compiles, not run (as in the Playground)")
         return
     assert got["printed"] == ref["printed"]
     if "canvas" not in ref:
+        print(f"\nREPORT {demo} on {backend}: printed text equal ({len(ref['printed'])} characters)")
         assert "canvas" not in got
         return
     a, b = got["canvas"].astype(np.int32), np.asarray(ref["canvas"]).astype(np.int32)
@@ -176,10 +181,15 @@ def test_demo_matches_the_playground(demo: str, backend: str, reference: Any, se
     if demo in STATS:
         ma, mb = a[..., :3].mean((0, 1)), b[..., :3].mean((0, 1))
         sa, sb = a[..., :3].std((0, 1)), b[..., :3].std((0, 1))
-        print(f"{demo} on {backend}: mean {ma.round(1)} / reference {mb.round(1)}, std {sa.round(1)} / {sb.round(1)}")
-        assert np.abs(ma - mb).max() <= 2.0 and np.abs(sa - sb).max() <= 3.0
-        return
     d = np.abs(a - b).max(axis=2)
     beyond = int((d > 1).sum())
-    print(f"{demo} on {backend}: {int((d > 0).sum())} pixels differ, {beyond} by more than 1 (max {d.max()})")
-    assert beyond <= (0.002 * W * H if demo in NOISY else 0), f"{beyond} pixels differ by more than 1"
+    print(f"\nREPORT {demo} on {backend}: {int((d > 0).sum())} of {W * H} pixels differ, {beyond} by more than 1 "
+          f"(max {d.max()})", end="")
+    if demo in STATS:
+        ma, mb = a[..., :3].mean((0, 1)), b[..., :3].mean((0, 1))
+        sa, sb = a[..., :3].std((0, 1)), b[..., :3].std((0, 1))
+        print(f"; mean {ma.round(1)} / reference {mb.round(1)}, std {sa.round(1)} / {sb.round(1)}")
+        assert np.abs(ma - mb).max() <= 3.0 and np.abs(sa - sb).max() <= 3.0
+        return
+    print()
+    assert beyond <= (0.01 * W * H if demo in NOISY else 0), f"{beyond} pixels differ by more than 1"
