@@ -102,7 +102,8 @@ class SlangMagics(Magics):
         fe = self.frontend
         with fe.own_errors():
             session = fe.session(args.backend)
-            result = fe.run(cell, name=args.name, defines=defines, export=not args.no_export)
+            # one empty line for the `%%slang` line: diagnostics and carets count lines as the editor does
+            result = fe.run("\n" + cell, name=args.name, defines=defines, export=not args.no_export)
             label = fe.label(result.name)
             fe.present(result)
             if args.time:  # the compile split: the cell's check, then its kernels built for the backend now

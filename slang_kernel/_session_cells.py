@@ -8,11 +8,13 @@ import dataclasses
 import re
 import time
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from ._session_requests import _Requests
 from .cache import digest
-from .cells import Cell, identifiers, interface_text, module_name_for, resolve_imports
+from .compiled import CompileRequest
+from . import scanner
+from .cells import Cell, Visible, identifiers, interface_text, module_name_for, own_signatures, visible_imports
 from .compiler.diagnostics import Diagnostic, SlangCompileError, SlangCompilerCrash, parse_diagnostics
 
 _DEFINE_NAME = re.compile(r"[A-Za-z_]\w*$")
@@ -36,6 +38,8 @@ class CellResult:
                                      # interface changed; a body edit reaches users when kernels link)
     compile_ms: float = 0.0       # of elapsed_ms, the time in the compiler (this cell's check and its users')
     cached: bool = False          # this cell's check came from the compile cache (no compiler call)
+    shadows: tuple[tuple[str, str], ...] = ()  # (name, earlier cell) whose declaration of it this cell replaces
+                                               # for the cells after it (the earlier cell keeps its own)
 
     @property
     def warnings(self) -> list[Diagnostic]:
@@ -93,8 +97,10 @@ class _Cells(_Requests):
         kernels = tuple(cell.entry_points)
         functions = tuple(d.name for d in cell.decls if d.kind == "function" and d.name not in kernels)
         types = tuple(d.name for d in cell.decls if d.kind in ("struct", "enum") or d.kind.startswith("generic"))
+        shadows = cell.shadows  # (name, earlier cell name): front ends show the cell under its label
         return CellResult(name, list(cell.diagnostics), kernels, functions, types, users, broken,
-                          (time.perf_counter() - t0) * 1000, cell.digest, rechecked, self._compiler_ms, cached)
+                          (time.perf_counter() - t0) * 1000, cell.digest, rechecked, self._compiler_ms, cached,
+                          shadows)
 
     def remove_cell(self, name: str) -> None:
         """Forget a cell; later cells that used it are recompiled (and may break)."""
@@ -139,55 +145,62 @@ class _Cells(_Requests):
         if keys:
             self.backend.forget(keys)
 
+    def _visible(self, source: str, earlier: Sequence[Cell]) -> tuple[Visible, frozenset[str]]:
+        """The candidate imports of a text placed after `earlier`, with what each must hide."""
+        mentioned = scanner.mentions(source)
+        sigs = own_signatures(source)
+        return visible_imports(mentioned, frozenset(sigs), sigs, earlier, identifiers(source)), mentioned
+
     def _check(self, name: str, module: str, source: str, earlier: Sequence[Cell], own: frozenset[str] = frozenset(),
                *, own_defines: tuple[tuple[str, str], ...] = (), options: tuple[str, ...] = (), label: str = "") -> Cell:
-        """Check one cell against the earlier cells it uses. `own`: kernels the cell defines (known after
-        a first check) for whose names no earlier cell is imported."""
+        """Check one cell against the earlier cells it may use: first against every candidate (the
+        cells declaring a name it mentions, shadowed names hidden), then, when the compiler says it
+        referenced fewer of them, against only those, which become its imports."""
         idents = identifiers(source)
-        imports = resolve_imports(idents - own, earlier)
+        vis, mentioned = self._visible(source, earlier)
         macros = self._macros(idents, own_defines)
         shown = label or name
+        imports = self._imports_of(vis)
         req = self._build("check", shown, module, source, imports, macros, options)
+        reply = self._check_call(req)
+        if reply.get("ok"):
+            refs = set(reply.get("refs", ()))
+            needed = [c for c in imports if c.module in refs or (c.compile_time_names & mentioned)
+                      or (c.extension_triggers is not None and c.extension_triggers & idents)]
+            if len(needed) < len(imports):
+                narrow = self._build("check", shown, module, source, needed, macros, options)
+                second = self._check_call(narrow)
+                if second.get("ok"):
+                    imports, req, reply = needed, narrow, second
+        hidden = tuple((n, h) for n, h in vis.hidden if any(c.name == n for c in imports))
         base = Cell(name=name, module=module, source=source, imports=tuple(c.name for c in imports),
                     digest=req.key, idents=idents, own=own, defines=macros, options=options,
-                    own_defines=own_defines, label=label,
+                    own_defines=own_defines, label=label, hidden=hidden, shadows=vis.shadows,
+                    basis=self._basis(shown, module, source, earlier, macros, options),
                     interface=digest("interface", interface_text(source), *(f"{k}={v}" for k, v in macros),
                                      *options, *(d.interface for d in self.closure(imports))))
-        reply = self.cache.get_object("cells", req.key)
-        if reply is None:
-            t_check = time.perf_counter()
-            try:
-                reply = self._compiler.call("check", **req.message())
-            except SlangCompilerCrash as exc:
-                self._compiler_ms += (time.perf_counter() - t_check) * 1000
-                return dataclasses.replace(base, error=str(exc),
-                                           diagnostics=(Diagnostic("error", "crash", shown, 0, 0, str(exc)),))
-            self._compiler_ms += (time.perf_counter() - t_check) * 1000
-            if reply["ok"]:
-                self.cache.put_object("cells", req.key, reply)
+        if "crash" in reply:
+            return dataclasses.replace(base, error=str(reply["crash"]),
+                                       diagnostics=(Diagnostic("error", "crash", shown, 0, 0, str(reply["crash"])),))
         diagnostics = tuple(self._annotate(parse_diagnostics(reply["diagnostics"], {shown: 1}), name, shown, earlier))
         if not reply["ok"]:
             error = "\n".join(str(d) for d in diagnostics if d.severity == "error") or "error"
             return dataclasses.replace(base, diagnostics=diagnostics, error=error)
-        cell = dataclasses.replace(base, diagnostics=diagnostics, blob=reply["blob"], decls=tuple(reply["decls"]),
+        return dataclasses.replace(base, diagnostics=diagnostics, blob=reply["blob"], decls=tuple(reply["decls"]),
                                    entry_points=tuple(reply.get("entry_points", ())))
-        kernels = frozenset(cell.entry_points)
-        if not own and resolve_imports(idents - kernels, earlier) != imports:
-            # A kernel named like an earlier cell's function: that cell is not imported for the name
-            # (its `shade(...)` would overload the kernel `shade`, and the entry point could no longer
-            # be found). Only kernels: a function named like an earlier one is an overload, which may
-            # call the earlier one (`f(float2)` built on `f(float)`), and Slang would still compile it
-            # without that cell, calling itself through an implicit float -> float2.
-            shadowing = self._check(name, module, source, earlier, kernels, own_defines=own_defines, options=options,
-                                    label=label)
-            if shadowing.ok:
-                return shadowing
-        return cell
+
+    def _basis(self, shown: str, module: str, source: str, earlier: Sequence[Cell],
+               macros: tuple[tuple[str, str], ...], options: tuple[str, ...]) -> str:
+        """The key of a cell's first check (its candidates, as the earlier cells are now): while it is
+        unchanged, so is everything the check decided."""
+        vis, _ = self._visible(source, earlier)
+        return self._build("check", shown, module, source, self._imports_of(vis, check=False), macros, options).key
 
     def _annotate(self, diags: list[Diagnostic], name: str, shown: str, earlier: Sequence[Cell]) -> list[Diagnostic]:
         """Add hints: an undefined name that a later cell defines (cells see only earlier ones); a name
         that a cell declaring a `module` keeps internal."""
-        later = [c for n, c in self._cells.items() if n != name and c not in earlier and c.ok]
+        before = {c.name for c in earlier}
+        later = [c for n, c in self._cells.items() if n != name and n not in before and c.ok]
         out = []
         for d in diags:
             if d.cell is None and d.severity in ("error", "internal"):  # e.g. an internal compiler error
@@ -219,10 +232,8 @@ class _Cells(_Requests):
         for later_name in order[start:]:
             cell = self._cells[later_name]
             earlier = [self._cells[n] for n in order[: order.index(later_name)]]
-            imports = resolve_imports(cell.idents - cell.own, earlier)
             macros = self._macros(cell.idents, cell.own_defines)
-            req = self._build("check", cell.shown, cell.module, cell.source, imports, macros, cell.options)
-            if req.key == cell.digest and cell.ok:
+            if cell.ok and self._basis(cell.shown, cell.module, cell.source, earlier, macros, cell.options) == cell.basis:
                 continue
             new = self._check(cell.name, cell.module, cell.source, earlier, cell.own,
                               own_defines=cell.own_defines, options=cell.options, label=cell.label)

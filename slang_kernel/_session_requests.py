@@ -5,14 +5,16 @@ cell and backend options, defines, the module chain), run by `call` or, cached, 
 from __future__ import annotations
 
 import dataclasses
+import time
 from pathlib import Path
 from typing import Any, Sequence
 
 from ._session_state import _SessionState
 from .cache import digest
-from .cells import Cell, identifiers, import_prefix, resolve_imports
+from . import scanner
+from .cells import Cell, Visible, identifiers, import_prefix, visible_imports
 from .compiled import CompiledKernel, CompileRequest, ModuleSource, define_lines
-from .compiler.diagnostics import Diagnostic, SlangCompileError, parse_diagnostics
+from .compiler.diagnostics import Diagnostic, SlangCompileError, SlangCompilerCrash, parse_diagnostics
 
 # Our own Slang modules (playground, printing, rendering: `import playground;` as in the Slang
 # Playground) are found on this search path; their text is part of every cache key.
@@ -41,7 +43,7 @@ class _Requests(_SessionState):
         target = target or self.backend.target
         if cell is not None:
             c = self._cells[cell]
-            imports = [self._cells[n] for n in c.imports]
+            imports = self.import_cells(c)
             text = c.source + append
             macros = c.defines if not append else self._macros(identifiers(text), c.own_defines)
             own_options: tuple[str, ...] = (*c.options, *options)
@@ -53,7 +55,8 @@ class _Requests(_SessionState):
             names = list(self._cells)
             upto_cells = [self._cells[n] for n in names[: names.index(upto) + 1]] if upto else list(self._cells.values())
             idents = identifiers(source)
-            imports = resolve_imports(idents, upto_cells)
+            vis = visible_imports(scanner.mentions(source), frozenset(), {}, upto_cells, idents)
+            imports = self._imports_of(vis)
             text, macros, own_options = source, self._macros(idents, ()), tuple(options)
             mod = module or "sk_gen_" + digest(source)[:12]
             label = what or mod
@@ -61,6 +64,57 @@ class _Requests(_SessionState):
         req = self._build(op, label, mod, text, imports, macros, own_options, target=target, entries=entries,
                           reflect=reflect)
         return dataclasses.replace(req, digests=(*req.digests, *digests))
+
+    def import_cells(self, cell: Cell) -> list[Cell]:
+        """The cells `cell` imports, each as the variant it was checked against."""
+        hidden = dict(cell.hidden)
+        return [self._variant(self._cells[n], hidden[n]) if n in hidden else self._cells[n]
+                for n in cell.imports if n in self._cells]
+
+    def _imports_of(self, vis: Visible, only: Sequence[str] | None = None, *, check: bool = True) -> list[Cell]:
+        """The cells to import for `vis` (those named in `only`), each as the variant that hides what it must."""
+        hidden = dict(vis.hidden)
+        return [self._variant(c, hidden[c.name], check=check) if c.name in hidden else c
+                for c in vis.imports if only is None or c.name in only]
+
+    def _variant(self, cell: Cell, hide: tuple[str, ...], *, check: bool = True) -> Cell:
+        """`cell` as importers that must not see `hide` load it: its text with those declarations
+        `internal` (scanner.visibility_variant), checked as the same module against the same
+        imports. Cached per revision; when the variant does not compile (a construct the scanner
+        misreads), the cell itself, and the check that needed it reports the clash."""
+        key = (cell.digest, hide)
+        got = self._variants.get(key)
+        if got is not None:
+            return got
+        text = scanner.visibility_variant(cell.source, hide)
+        interface = digest("variant", cell.interface, *hide)
+        placeholder = dataclasses.replace(cell, source=text, interface=interface, variant_of=cell.digest)
+        if not check:
+            return placeholder
+        req = self._build("check", cell.shown, cell.module, text, self.import_cells(cell), cell.defines, cell.options)
+        reply = self._check_call(req)
+        if not reply.get("ok"):
+            self._variants[key] = cell
+            return cell
+        out = dataclasses.replace(placeholder, digest=req.key, blob=reply["blob"])
+        self._variants[key] = out
+        return out
+
+    def _check_call(self, req: CompileRequest) -> dict[str, Any]:
+        """One check through the compile cache (timed into the CellResult); a crash is a reply."""
+        reply = self.cache.get_object("cells", req.key)
+        if reply is not None and "refs" in reply:   # (replies cached before references were reported: redo)
+            return dict(reply)
+        t_check = time.perf_counter()
+        try:
+            reply = self._compiler.call("check", **req.message())
+        except SlangCompilerCrash as exc:
+            return {"ok": False, "crash": str(exc), "diagnostics": ""}
+        finally:
+            self._compiler_ms += (time.perf_counter() - t_check) * 1000
+        if reply["ok"]:
+            self.cache.put_object("cells", req.key, reply)
+        return dict(reply)
 
     def _build(self, op: str, what: str, module: str, text: str, imports: Sequence[Cell],
                macros: tuple[tuple[str, str], ...], own_options: tuple[str, ...], *, target: str = "",

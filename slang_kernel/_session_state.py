@@ -30,6 +30,7 @@ class _SessionState:
     _counter: int
     _compiled: dict[str, CompiledKernel]
     _entries: dict[tuple[str, str], CompiledKernel]
+    _variants: dict[tuple[str, tuple[str, ...]], Cell]   # (revision digest, hidden names) -> visibility variant
     revision: int                # counts every change (cells, defines, backend); views compare digests instead
     _compiler_ms: float          # time in compiler checks, summed for the CellResult of a run
     backend: Backend
@@ -104,6 +105,9 @@ class _SessionState:
         their blobs must load."""
         seen: dict[str, Cell] = {}
         stack = list(cells)
+        for c in stack:   # these first: a variant imported directly stands for its cell everywhere
+            seen.setdefault(c.name, c)
+        stack = [self._cells[n] for c in stack for n in c.imports if n in self._cells]
         while stack:
             c = stack.pop()
             if c.name in seen:

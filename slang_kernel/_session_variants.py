@@ -9,8 +9,11 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ._session_requests import _Requests
 from .cache import digest
-from .cells import identifiers, resolve_imports
+from . import scanner
+from .cells import identifiers, visible_imports
+from .cells import Cell
 from .compiled import CompiledKernel, Specialization, define_lines
+from .errors import ParameterError
 from .compiler.diagnostics import SlangCompileError
 from .specialize import SpecializationError, conformance_options, explain, find_entry, find_externs, interface_params
 from .specialize import specialization as specialization_of
@@ -26,7 +29,7 @@ class _Variants(_Requests):
         raises SpecializationError saying which value does not fit and why."""
         owner = self.owner(name, kernel=True)
         elsewhere: dict[str, Any] = {}
-        for c in self.closure([self._cells[n] for n in owner.imports]):
+        for c in self.closure(self.import_cells(owner)):
             elsewhere.update(find_externs(c.shown, c.source))
         entry = find_entry(owner.source, name)
         return specialization_of(name, entry, find_externs(owner.shown, owner.source), specialize, type_conformances,
@@ -60,8 +63,27 @@ class _Variants(_Requests):
                 + ", specialize={" + ", ".join(f"{e.name!r}: {'4' if e.value_type else repr('MyType')}"
                                               for e in unresolved) + "}), or define them with `export` in a cell."
             ) from None
+        self._same_name_globals(ck, owner)
         self._entries[(name, target)] = ck
         return ck
+
+    def _same_name_globals(self, ck: CompiledKernel, owner: Cell) -> None:
+        """A kernel that reads a redeclared global directly and the earlier one through an earlier
+        cell's function holds two globals of one name. The CPU and CUDA backends fill both from the one
+        keyword; Vulkan (sgl) binds by name and would fill one: say so instead of guessing."""
+        if self.backend.name != "vulkan" or ck.target != self.backend.target:
+            return
+        seen: dict[str, int] = {}
+        for p in ck.reflection.globals:
+            seen[p.name] = seen.get(p.name, 0) + 1
+        dup = sorted(n for n, k in seen.items() if k > 1 and (ck.used_globals is None or n in ck.used_globals))
+        if dup:
+            cells = [c.shown for c in self.closure([owner]) if dup[0] in c.names]
+            raise ParameterError(
+                f"{ck.entry} holds {len(cells) or 2} globals named `{dup[0]}` ({', '.join(cells)}): a later cell's "
+                f"`{dup[0]}` replaces the earlier one for the cells after it, but functions of the earlier cell "
+                "still read their own, and the Vulkan backend binds globals by name. Rename one of them, or "
+                "run it with backend='cpu' or 'cuda', which fill both from the one keyword.")
 
     def _compile_specialized(self, name: str, target: str, spec: Specialization) -> CompiledKernel:
         """A specialization: a variant of the kernel's cell (specialize.variant: externs defined, a
@@ -106,8 +128,9 @@ class _Variants(_Requests):
         else:  # the types come from the kernel's cell and the cells before it: a variant of the cell
             text += tail
             idents = identifiers(text)
-            imports = [self._cells[n] for n in owner.imports]
-            imports += [c for c in resolve_imports(idents - owner.names, earlier) if c not in imports]
+            imports = self.import_cells(owner)
+            vis = visible_imports(scanner.mentions(text) - owner.names, frozenset(), {}, earlier, idents)
+            imports += [c for c in self._imports_of(vis) if c.name not in {i.name for i in imports}]
             req = self._build("compile", owner.shown, f"{owner.module}_s{digest(text)[:8]}", text, imports,
                               self._macros(idents, owner.own_defines), options, target=target, entries=[wname])
             req = dataclasses.replace(req, digests=(*req.digests, (owner.name, owner.digest)))
@@ -132,7 +155,7 @@ class _Variants(_Requests):
         text = rewrite(c.source)
         macros = self._macros(identifiers(text), c.own_defines)
         req = self._build("compile", c.shown, f"{c.module}_v{digest(text)[:8]}", text,
-                          [self._cells[n] for n in c.imports], macros, c.options,
+                          self.import_cells(c), macros, c.options,
                           target=target or self.backend.target, entries=[name])
         req = dataclasses.replace(req, digests=(*req.digests, (c.name, c.digest)))
         return self.compile(req)[name]

@@ -1,7 +1,16 @@
-"""Cells: one Slang module each; which earlier cells a cell uses, and the import lines it needs.
+"""Cells: one Slang module each; which earlier cells a cell may use, what it must not see of them.
 
-A cell never has to write `import`: the names it mentions are matched against what earlier cells
-define, and the latest earlier definition wins, as in Python. A cell that declares `extension`s is
+A cell never has to write `import`. Names work as in Python: a later cell may declare any name an
+earlier cell declared, and for the cells after it the latest declaration wins while the cells before
+it keep what they saw. The earlier declaration is hidden from later importers by a *visibility
+variant* of its cell (scanner.visibility_variant: the shadowed names `internal`, same module, same
+code), so nothing is ambiguous. Functions are the exception Slang users expect: a later function of
+the same name but another signature adds an overload (and may call the earlier one); the same
+signature, or a kernel of that name, shadows it.
+
+Which cells a cell imports: the mentioned names (scanner.mentions: never a member after `.`) give
+candidates; the compiler's check says which of them the cell really references (compiler/_worker
+`refs`), and only those stay its imports. A cell that declares `extension`s is
 imported only by cells that name the extended type, a member it adds or an interface it conforms
 to (extensions apply without being named, but importing every one into every later cell lets any
 broken or odd one reach unrelated kernels). Blobs of serialized IR are what the compiler loads for
@@ -15,10 +24,11 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from . import scanner
 from .compiler.diagnostics import Diagnostic
 from .compiler.reflection import DeclInfo
 
-__all__ = ["Cell", "identifiers", "import_prefix", "interface_text", "module_name_for", "resolve_imports"]
+__all__ = ["Cell", "Visible", "identifiers", "import_prefix", "interface_text", "module_name_for", "visible_imports"]
 
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _STRINGS = re.compile(r'"(?:\\.|[^"\\])*"')
@@ -106,6 +116,10 @@ class Cell:
     own_defines: tuple[tuple[str, str], ...] = ()  # the defines given with this cell (run_cell(defines=))
     interface: str = ""            # digest of what importers see (interface_text, defines, imports' interfaces)
     label: str = ""                # what diagnostics call it when not its name (a front end's prompt, "In[7]")
+    hidden: tuple[tuple[str, tuple[str, ...]], ...] = ()  # per import: its names this cell must not see
+    shadows: tuple[tuple[str, str], ...] = ()  # (name, earlier cell) whose declaration this one replaces
+    basis: str = ""                # key of the check that chose its imports (unchanged: nothing to redo)
+    variant_of: str = ""           # set on a visibility variant: the digest of the revision it hides names of
 
     @property
     def shown(self) -> str:
@@ -118,8 +132,32 @@ class Cell:
 
     @functools.cached_property
     def names(self) -> frozenset[str]:
-        """Top-level names it defines (declarations and kernels)."""
-        return frozenset(d.name for d in self.decls) | frozenset(self.entry_points)
+        """Top-level names it defines (declarations, kernels, cbuffer members, type aliases)."""
+        return frozenset(d.name for d in self.decls) | frozenset(self.entry_points) | self.unreflected
+
+    @functools.cached_property
+    def unreflected(self) -> frozenset[str]:
+        """Names reflection does not list and a checked module's IR never references (type aliases,
+        typedefs, enums, cbuffer members): from the scanner."""
+        return frozenset(n for d in scanner.declarations(self.source)
+                         if d.kind in ("typealias", "typedef", "enum", "cbuffer", "tbuffer") for n in d.names)
+
+    @functools.cached_property
+    def compile_time_names(self) -> frozenset[str]:
+        """Names a user resolves entirely at check time, so a checked module's IR never references
+        their cell: type aliases, typedefs, enums (their values are folded in)."""
+        return frozenset(n for d in scanner.declarations(self.source)
+                         if d.kind in ("typealias", "typedef", "enum") for n in d.names)
+
+    def signatures(self, name: str) -> frozenset[tuple[str, ...]] | None:
+        """Parameter types of each overload of function `name` here; None if `name` is not a plain
+        function (a kernel, a variable, a type)."""
+        if name in self.entry_points:
+            return None
+        d = next((d for d in self.decls if d.name == name), None)
+        if d is None or d.kind != "function":
+            return None
+        return frozenset(tuple(" ".join(t.split()) for _, t, _ in f.params) for f in d.functions)
 
     @functools.cached_property
     def extension_triggers(self) -> frozenset[str] | None:
@@ -151,22 +189,77 @@ def import_prefix(modules: Sequence[str]) -> str:
     return "".join(f"import {m}; " for m in modules) + "\n"
 
 
-def resolve_imports(idents: frozenset[str], earlier: Sequence[Cell]) -> list[Cell]:
-    """The earlier cells this source needs: for each name it mentions, the latest definition;
-    plus the cells whose extensions it uses (see the module docstring)."""
-    chosen: dict[str, Cell] = {}
+@dataclass(frozen=True)
+class Visible:
+    """What a new cell sees of the earlier cells: for each candidate import, the names hidden from it."""
+
+    imports: tuple[Cell, ...]                          # candidate imports, in session order
+    hidden: tuple[tuple[str, tuple[str, ...]], ...]    # (cell name, its names hidden from the new cell)
+    shadows: tuple[tuple[str, str], ...]               # (name, cell) the new cell's own declarations replace
+
+
+def _overloads(newer: frozenset[tuple[str, ...]] | None, older: frozenset[tuple[str, ...]] | None) -> bool:
+    """Whether a later function adds overloads to an earlier one instead of replacing it."""
+    return newer is not None and older is not None and not (newer & older)
+
+
+def visible_imports(mentioned: frozenset[str], own: frozenset[str],
+                    own_signatures: dict[str, frozenset[tuple[str, ...]] | None], earlier: Sequence[Cell],
+                    members: frozenset[str] = frozenset()) -> Visible:
+    """The earlier cells a cell that mentions `mentioned` and declares `own` may import, and what each
+    must hide: for each name the latest declaration wins (functions with other signatures add
+    overloads); plus the cells whose extensions it uses (see the module docstring; `members`: the
+    member names it mentions, `.twice()`, which only extensions can provide)."""
+    claims: dict[str, list[frozenset[tuple[str, ...]] | None]] = {n: [own_signatures.get(n)] for n in own}
+    chosen: list[Cell] = []
+    hidden: dict[str, tuple[str, ...]] = {}
+    shadows: list[tuple[str, str]] = []
     for cell in reversed(earlier):
         if not cell.ok:
             continue
+        covered = []
+        for n in cell.names & claims.keys():
+            mine = cell.signatures(n)
+            if all(_overloads(c, mine) for c in claims[n]):
+                continue
+            covered.append(n)
+            if n in own and not any(s[0] == n for s in shadows):
+                shadows.append((n, cell.name))
+        seen = (cell.names - set(covered)) & mentioned
         ext = cell.extension_triggers
-        if (idents & (cell.names - _claimed(chosen))) or (ext is not None and idents & ext):
-            chosen.setdefault(cell.name, cell)
-    order = {c.name: i for i, c in enumerate(earlier)}
-    return sorted(chosen.values(), key=lambda c: order[c.name])
+        if seen or (ext is not None and (mentioned | members) & ext):
+            chosen.append(cell)
+            hide = tuple(sorted(set(covered) & (mentioned | own)))
+            if hide:
+                hidden[cell.name] = hide
+        for n in cell.names:
+            claims.setdefault(n, []).append(cell.signatures(n))
+    chosen.reverse()
+    return Visible(tuple(chosen), tuple(sorted(hidden.items())), tuple(sorted(shadows)))
 
 
-def _claimed(chosen: dict[str, Cell]) -> set[str]:
-    out: set[str] = set()
-    for c in chosen.values():
-        out |= c.names
-    return out
+def own_signatures(source: str) -> dict[str, frozenset[tuple[str, ...]] | None]:
+    """Parameter types of the functions a new cell declares, from its text (None: a kernel or not a
+    function), before the compiler has seen it: enough to tell an overload from a redefinition."""
+    out: dict[str, set[tuple[str, ...]] | None] = {}
+    b = scanner.blank(source)
+    for d in scanner.declarations(source):
+        for n in d.names:
+            if d.kind != "function" or "shader" in b[d.start:d.head] or "numthreads" in b[d.start:d.head]:
+                out[n] = None
+                continue
+            seg = b[d.head:d.end]
+            p = seg.find("(", seg.find(n))
+            q = scanner.closing(seg, p) if p >= 0 else -1
+            params = []
+            for part in scanner.split_commas(seg[p + 1:q - 1]) if q > p else []:
+                words = scanner.IDENT.findall(part.split("=")[0].split(":")[0])
+                words = [w for w in words if w not in ("in", "out", "inout", "const", "no_diff", "uniform")]
+                if len(words) >= 2:
+                    params.append(" ".join(part.split("=")[0].split(":")[0].split()[:-1]).replace("inout ", "")
+                                  .replace("in ", "").replace("out ", "").replace("no_diff ", "").strip())
+            got = out.get(n, set())
+            if got is not None:
+                got.add(tuple(params))
+                out[n] = got
+    return {k: (frozenset(v) if v is not None else None) for k, v in out.items()}

@@ -142,6 +142,9 @@ def summary(session: Session, result: CellResult, labels: Mapping[str, str] | No
     except Exception:
         device = ""
     notes = []
+    if result.shadows:  # latest wins for the cells after this one; the earlier cells keep theirs
+        notes.append("replaces for later cells: " + ", ".join(
+            f"{n} (from {labels.get(c, c)})" for n, c in result.shadows))
     if result.recompiled:
         notes.append("recompiled after this change: "
                      + ", ".join(labels.get(n, n) for n in result.recompiled))

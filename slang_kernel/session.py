@@ -78,6 +78,7 @@ class Session(_Cells, _Variants, _Layouts):
         self._counter = 0
         self._compiled: dict[str, CompiledKernel] = {}
         self._entries: dict[tuple[str, str], CompiledKernel] = {}
+        self._variants: dict[tuple[str, tuple[str, ...]], Cell] = {}
         self.revision = 0  # counts every change (cells, defines, backend); views compare digests instead
         self._replicas: dict[str, tuple[Session, tuple[Any, ...]]] = {}   # backend -> (replica, what it replays)
         self._shares_compiler = False  # a replica's compiler worker is its origin's (Session.replica)

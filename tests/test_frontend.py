@@ -63,7 +63,7 @@ def test_a_cell_is_named_by_its_prompt(shell: InteractiveShell, capsys: pytest.C
     r = run(shell, "%%slang\nfloat f(float x)\n{\n    return x + undefined_thing;\n}\n", cell_id="c-b")
     assert not r.success and r.execution_count == 3
     err = output(capsys)
-    assert "In[3]:3:16: error E30015" in err and "return x + undefined_thing;" in err
+    assert "In[3]:4:16: error E30015" in err and "return x + undefined_thing;" in err
     assert "Traceback" not in err and "session.py" not in err
 
 
@@ -75,7 +75,7 @@ def test_cells_without_a_cell_id_are_named_too(shell: InteractiveShell) -> None:
 
 def test_an_explicit_name_is_kept(shell: InteractiveShell, capsys: pytest.CaptureFixture[str]) -> None:
     run(shell, "%%slang lib\nfloat k(float x)\n{\n    return x + nope;\n}\n", cell_id="c-a")
-    assert "lib:3:16: error" in output(capsys)
+    assert "lib:4:16: error" in output(capsys)
     run(shell, "%%slang lib\nfloat k(float x) { return x + 1; }\n", cell_id="c-a")
     assert shell.user_ns["slang_session"].cells == ("lib",)
 
@@ -89,7 +89,7 @@ def test_a_rerun_is_named_by_its_new_prompt(shell: InteractiveShell, capsys: pyt
     r = run(shell, "%%slang\nfloat base(float x)\n{\n    return x + oops;\n}\n", cell_id="lib")
     assert r.execution_count == 7 and not r.success
     err = output(capsys)
-    assert "In[7]:3:16: error E30015: undefined identifier 'oops'" in err
+    assert "In[7]:4:16: error E30015: undefined identifier 'oops'" in err
     assert "In[7] did not compile" in err and "In[1]" not in err
     # the last good revision still works, under the same session cell (position and users kept)
     session = shell.user_ns["slang_session"]
@@ -103,7 +103,7 @@ def test_a_rerun_is_named_by_its_new_prompt(shell: InteractiveShell, capsys: pyt
     assert float(shell.user_ns["user"](np.float32(1))) == 30.0
     # a later error that names the re-run cell names its newest prompt
     run(shell, "%%slang\nfloat base(float x) { return x + broken; }\n", cell_id="lib")          # [9]
-    assert "In[9]:1:" in output(capsys)
+    assert "In[9]:2:" in output(capsys)
     fe = FrontEnd.of(shell)
     assert fe.label("In[1]") == "In[9]" and fe.resolve("In[9]") == "In[1]"
 
@@ -239,7 +239,7 @@ def test_journey_in_a_python_notebook(cache_dir: str, tmp_path: Path, monkeypatc
         err = _error(bad)
         assert err["ename"] == "SlangCompileError"
         text = ANSI.sub("", "\n".join(err["traceback"]))
-        assert f"In[{bad.execution_count}]:3:16: error E30015" in text and "return x * factor;" in text
+        assert f"In[{bad.execution_count}]:4:16: error E30015" in text and "return x * factor;" in text
         assert "Traceback" not in text
         assert "[2.5, 2.5, 2.5, 2.5]" in use.outputs[0]["text"]
         err = _error(wrong)
@@ -251,7 +251,7 @@ def test_journey_in_a_python_notebook(cache_dir: str, tmp_path: Path, monkeypatc
         bad.source = "%%slang\nfloat scale(float x)\n{\n    return x * still_missing;\n}\n"
         client.execute_cell(bad, 2)
         text = ANSI.sub("", "\n".join(_error(bad)["traceback"]))
-        assert f"In[{bad.execution_count}]:3:16: error E30015" in text
+        assert f"In[{bad.execution_count}]:4:16: error E30015" in text
         # ... then fixed; re-running the good cell replaces it in place
         bad.source = "%%slang\nfloat scale(float x)\n{\n    return x * 4;\n}\n"
         client.execute_cell(bad, 2)

@@ -45,7 +45,7 @@ def test_compile_error_shows_caret_without_traceback(shell: InteractiveShell,
     assert not r.success
     captured = capsys.readouterr()
     err = captured.out + captured.err
-    assert "bad:3:16: error E30015" in err
+    assert "bad:4:16: error E30015" in err  # the editor's line: `%%slang` is line 1
     assert "    return x + undefinedThing;" in err and "^^^^^^^^^^^^^^" in err
     assert "Traceback" not in err and "session.py" not in err
 

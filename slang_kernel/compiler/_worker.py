@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import time
 from ctypes import POINTER, byref, c_char_p, c_int, c_void_p
 from typing import Any, Iterable, cast
@@ -32,6 +33,20 @@ _ENTRY_POINT_COUNT, _ENTRY_POINT, _SERIALIZE, _GET_MODULE_REFLECTION, _DISASSEMB
 _EP_FUNCTION_REFLECTION = 17
 _RELEASE = 2  # IUnknown::release
 LANG_SLANG, STAGE_COMPUTE = 1, 6
+
+
+_IMPORT = re.compile(r'\[import\("_S[A-Z]*(\d+)')
+
+
+def referenced_modules(ir: str) -> list[str]:
+    """The modules whose declarations a checked module's IR imports (mangled names start with
+    `_S`, a kind letter or none, then the module name, length-prefixed): what the compiler itself
+    resolved the cell's references to, members, locals and parameters never included."""
+    out = set()
+    for m in _IMPORT.finditer(ir):
+        n, at = int(m.group(1)), m.end()
+        out.add(ir[at:at + n])
+    return sorted(out)
 
 
 def _release(obj: int | None) -> None:
@@ -121,9 +136,12 @@ class Worker:
             out["decls"] = module_decls(L, decl) if decl else []
             out["entry_points"] = self._entry_points(mod)
             t.append(time.process_time())
-            out["cpu_ms"] = {k: (b - a) * 1000 for k, a, b in zip(("load", "check", "serialize", "reflect"), t, t[1:])}
+            ir = self._disassemble(mod)
+            out["refs"] = referenced_modules(ir)
+            t.append(time.process_time())
+            out["cpu_ms"] = {k: (b - a) * 1000 for k, a, b in zip(("load", "check", "serialize", "reflect", "refs"), t, t[1:])}
             if msg.get("ir"):
-                out["ir"] = self._disassemble(mod)
+                out["ir"] = ir
             return out
         finally:
             L.spDestroyCompileRequest(req)
