@@ -18,8 +18,9 @@ raises an illegal address, an NVIDIA Vulkan driver overwrites the next groupshar
   `_sk_webgpu_index(uint(i), N)` (= min(i, N - 1)). Storage buffers are left to the device's
   robustness (robustBufferAccess, core in Vulkan 1.0: out-of-range reads return zero or a value of
   the buffer, writes are dropped or land in the buffer, as WGSL allows).
-- CPU: the C++ backend already sends out-of-range buffer and fixed-array indices to a scratch block
-  (its prelude), which WGSL also allows (a dropped write, a zero read).
+- CPU: Slang's C++ indexes fixed-size arrays through the same `FixedArray` and macro: redefined at the
+  top of the kernel's code to clamp. Buffers keep the backend's own handling (an out-of-range index
+  goes to a scratch block: a dropped write, a zero read, which WGSL also allows).
 The kernel's key gains "/webgpu", so these builds are cached apart from the plain ones.
 """
 
@@ -28,10 +29,10 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from .backends._cpp_text import close
 from .compiled import CompiledKernel
+from .scanner import blank, closing, declarations
 
-__all__ = ["CUDA_PRELUDE", "clamp_array_indices", "webgpu_kernel"]
+__all__ = ["CPP_PRELUDE", "CUDA_PRELUDE", "clamp_array_indices", "webgpu_kernel"]
 
 CUDA_PRELUDE = """// slang_kernel.playground_robust: WebGPU's index clamping (Tint's min(i, N - 1)) for Playground programs
 #ifndef SLANG_BOUND_CHECK
@@ -45,52 +46,58 @@ CUDA_PRELUDE = """// slang_kernel.playground_robust: WebGPU's index clamping (Ti
 #endif
 """
 
+CPP_PRELUDE = """// slang_kernel.playground_robust: WebGPU's index clamping for fixed-size arrays
+#undef SLANG_BOUND_CHECK_FIXED_ARRAY
+#define SLANG_BOUND_CHECK_FIXED_ARRAY(index, count) \\
+    if ((size_t)(index) >= (size_t)(count)) index = (count) - 1;
+"""
+
 _HELPER = "\n// slang_kernel.playground_robust\nuint _sk_webgpu_index(uint i, uint n) { return min(i, n - 1u); }\n"
-_MASK = re.compile(r'"(?:\\.|[^"\\\n])*"|//[^\n]*|/\*.*?\*/', re.S)
-_ARRAY_DECL = re.compile(r"\b(?:groupshared|static)\b[^;{}()=]*?\b([A-Za-z_]\w*)\s*\[([^\[\]]+)\]\s*[;=]")
+_QUALIFIED = re.compile(r"\b(?:groupshared|static)\b")
 
 
-def _masked(text: str) -> str:
-    """`text` with comments and string literals blanked (same length): brackets in them do not count."""
-    return _MASK.sub(lambda m: " " * len(m.group(0)), text)
-
-
-def _top_level_arrays(masked: str) -> dict[str, tuple[int, str]]:
+def _top_level_arrays(text: str, b: str) -> dict[str, tuple[int, str]]:
     """Top-level `groupshared` / `static` one-dimensional arrays: name -> (end of declaration, size)."""
     out: dict[str, tuple[int, str]] = {}
-    depth = [0] * (len(masked) + 1)
-    d = 0
-    for k, c in enumerate(masked):
-        depth[k] = d
-        d += (c == "{") - (c == "}")
-    for m in _ARRAY_DECL.finditer(masked):
-        if depth[m.start()] == 0 and not masked[m.end():].lstrip().startswith("["):
-            out[m.group(1)] = (m.end(), m.group(2).strip())
+    for d in declarations(text, _b=b):
+        if d.kind != "variable" or not _QUALIFIED.search(b, d.head, d.end):
+            continue
+        for name in d.names:
+            m = re.compile(rf"\b{re.escape(name)}\s*\[([^\[\]]+)\](?!\s*\[)").search(b, d.head, d.end)
+            if m is not None:
+                out[name] = (d.end, m.group(1).strip())
     return out
+
+
+_WORD_BEFORE = re.compile(r"([A-Za-z_]\w*)\s*$")
+
+
+def _declares(b: str, at: int) -> bool:
+    """Is the name at `at` being declared (a type name right before it), not used?"""
+    m = _WORD_BEFORE.search(b, max(0, at - 64), at)
+    return m is not None and m.group(1) not in ("return", "case", "else", "do", "in", "out", "inout")
 
 
 def clamp_array_indices(source: str) -> str:
     """Slang source with every index of its top-level groupshared / static fixed-size arrays clamped
     to the array (WGSL's semantics); unchanged when it declares none."""
-    masked = _masked(source)
-    arrays = _top_level_arrays(masked)
+    masked = blank(source)
+    arrays = _top_level_arrays(source, masked)
     if not arrays:
         return source
     text = source
     for name, (after, size) in arrays.items():
         pattern = re.compile(rf"(?<![\w.]){re.escape(name)}\s*\[")
         pos = after
-        while True:
-            m = pattern.search(masked, pos)
-            if m is None:
-                break
+        while (m := pattern.search(masked, pos)) is not None:
             open_at = m.end() - 1
-            end = close(masked, open_at)
-            if end < 0:
+            if _declares(masked, m.start()):            # `int a[2]`: another `a`, declared here
+                pos = open_at + 1
+                continue
+            end = closing(masked, open_at) - 1          # the `]`
+            if end <= open_at or masked[end] != "]":
                 break
-            inner_src = text[open_at + 1:end]
-            new = f"_sk_webgpu_index(uint({inner_src}), uint({size}))"
-            text = text[:open_at + 1] + new + text[end:]
+            text = text[:open_at + 1] + f"_sk_webgpu_index(uint({text[open_at + 1:end]}), uint({size}))" + text[end:]
             masked = masked[:open_at + 1] + f"_sk_webgpu_index(uint({masked[open_at + 1:end]}), uint({size}))" \
                 + masked[end:]
             pos = open_at + 1   # indices nested inside this one are rewritten too
@@ -101,6 +108,8 @@ def webgpu_kernel(ck: CompiledKernel) -> CompiledKernel:
     """`ck` built with WebGPU's out-of-range behaviour for its target (see the module docstring)."""
     if ck.target == "cuda":
         return dataclasses.replace(ck, key=ck.key + "/webgpu", code=CUDA_PRELUDE + ck.code)
+    if ck.target == "cpp" and "FixedArray<" in ck.code:
+        return dataclasses.replace(ck, key=ck.key + "/webgpu", code=CPP_PRELUDE + ck.code)
     if ck.target in ("spirv", "spirv-asm", "glsl") and ck.chain:
         last = ck.chain[-1]
         rewritten = clamp_array_indices(last.source)
