@@ -161,7 +161,10 @@ def _compile(session: "Session", name: str, webgpu_bounds: bool = True) -> _Revi
     kernels: list[tuple[str, Mapping[str, tuple[Any, ...]]]] = []
     compiled: dict[str, CompiledKernel] = {}
     for e in c.entry_points:
-        ck = session.compile(session.request("compile", cell=name, entries=[e]))[e]
+        try:
+            ck = session.compile(session.request("compile", cell=name, entries=[e]))[e]
+        except SlangCompileError as exc:   # the cell compiled; its kernel cannot be built for this backend
+            raise PlaygroundError(f"{name} cannot run on the {session.backend.name} backend: {exc}") from None
         ck = webgpu_kernel(ck) if webgpu_bounds else ck
         attrs = _pg_attrs(ck.entry_point.attributes)
         if any(k.startswith("CALL") for k in attrs):
