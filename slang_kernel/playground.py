@@ -42,13 +42,13 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import numpy as np
 
 from .backends import Backend
-from .backends.packing import numpy_dtype
 from .compiled import CompiledKernel
 from .compiler.diagnostics import SlangCompileError
-from .compiler.reflection import ParamInfo, TypeInfo
+from .compiler.reflection import ParamInfo
 from .errors import PlaygroundError
-from .kernels import check_parameters, groups_for
+from .kernels import groups_for
 from .playground_robust import webgpu_kernel
+from .playground_values import Input, as_scalar, dispatch, input_default, to_rgba8, vector_scalar, zero_value
 from .playground_resources import Declaration, Resource, declared_formats, make_resource
 from .playground_text import (PLAYGROUND_URL, decode_playground_link, decode_prints, is_playground, playground_link,
                               string_hash, string_table)
@@ -66,40 +66,6 @@ SCREEN_SIZE = (512, 512)   # (width, height) of the "screen" BLACK_SCREEN is a f
 
 
 
-def dispatch(backend: Backend, ck: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any]) -> None:
-    """Dispatch one compiled kernel with checked parameters."""
-    check_parameters(ck, values)
-    if 0 in groups:
-        return
-    backend.dispatch(ck, groups, values)
-
-
-def to_rgba8(a: np.ndarray) -> np.ndarray:
-    """An (H, W[, C]) image as (H, W, 4) uint8 RGBA, floats clamped to [0, 1] and rounded (what an rgba8
-    texture stores): 1 MB per 512x512 frame instead of 4 MB of float32. Missing channels: gray from one, blue
-    0 for two, alpha 255. A uint8 RGBA array comes back as it is."""
-    a = np.asarray(a)
-    if a.ndim == 2:
-        a = a[..., None]
-    c = a.shape[2]
-    if a.dtype == np.uint8 and c == 4:
-        return a
-    if a.dtype.kind == "f":   # x * 255 in float32, rounded to nearest even: what lavapipe's rgba8 store does
-        a = np.clip(a, 0.0, 1.0, dtype=np.float32)
-        a *= np.float32(255.0)
-        np.rint(a, out=a)
-        if c == 4:
-            return a.astype(np.uint8)  # one contiguous cast: 0.3 ms at 512x512, channel by channel 1.4
-    out = np.empty((*a.shape[:2], 4), np.uint8)
-    out[..., :3] = a[..., :3] if c >= 3 else a[..., :1]
-    if c == 2:
-        out[..., 1], out[..., 2] = a[..., 1], 0
-    out[..., 3] = a[..., 3] if c == 4 else 255
-    return out
-
-
-# -- the program --------------------------------------------------------------------------------------
-
 def _declaration(p: ParamInfo, formats: Mapping[str, str] | None = None) -> Declaration:
     """What a global was declared as (its type, playground attributes with their arguments and its
     explicit [format]): a re-bind keeps a resource or an input exactly while this is unchanged."""
@@ -108,33 +74,12 @@ def _declaration(p: ParamInfo, formats: Mapping[str, str] | None = None) -> Decl
     return p.type, tuple(attrs) + ((("format", (fmt,)),) if fmt else ())
 
 
-@dataclass
-class Input:
-    """A live uniform of the program: its playground kind, Slang type and current value."""
-
-    name: str
-    kind: str             # SLIDER, COLOR_PICK, TIME, FRAME_ID, MOUSE_POSITION, KEY
-    type: TypeInfo
-    args: tuple[Any, ...]
-    value: Any
-    declared: Declaration | None = field(default=None, repr=False)
-
-
 _RESOURCE_KINDS = ("ZEROS", "RAND", "BLACK", "BLACK_3D", "BLACK_SCREEN", "URL", "DATA", "SAMPLER")
 _INPUT_KINDS = ("TIME", "FRAME_ID", "MOUSE_POSITION", "KEY", "SLIDER", "COLOR_PICK")
 
 
 def _pg_attrs(attrs: Sequence[tuple[str, tuple[Any, ...]]]) -> dict[str, tuple[Any, ...]]:
     return {n[len("playground_"):]: a for n, a in attrs if n.startswith("playground_")}
-
-
-def _zero_value(t: TypeInfo) -> Any:
-    if t.kind == "scalar":
-        return 0 if (t.scalar or "").startswith(("int", "uint")) else 0.0
-    if t.kind in ("vector", "matrix", "struct", "array"):
-        return np.zeros((), numpy_dtype(t))[()] if t.kind == "struct" else np.zeros(numpy_dtype(t).shape,
-                                                                                    numpy_dtype(t).base)
-    return None
 
 
 @dataclass(frozen=True)
@@ -330,7 +275,7 @@ class PlaygroundProgram:
                     uniforms[p.name] = self.uniforms.get(p.name, was_in.value)
                 else:
                     kind, args = inp
-                    value = self._input_default(kind, args, t)
+                    value = input_default(kind, args, t)
                     inputs[p.name] = Input(p.name, kind, t, tuple(args), value, decl)
                     uniforms[p.name] = value
             elif t.kind in ("resource", "sampler"):
@@ -342,7 +287,7 @@ class PlaygroundProgram:
                 before = old.globals.get(p.name) if old is not None else None
                 same = before is not None and _declaration(before, old.formats if old else None) == decl \
                     and p.name in self.uniforms
-                uniforms[p.name] = self.uniforms[p.name] if same else _zero_value(t)
+                uniforms[p.name] = self.uniforms[p.name] if same else zero_value(t)
         once = {e for e, a in rev.kernels if "CALL_ONCE" in a and (
             created or old is None or e not in old.compiled or old.compiled[e].key != rev.compiled[e].key)}
         self._bound, self.resources, self.inputs, self.uniforms = rev, resources, inputs, uniforms
@@ -350,15 +295,6 @@ class PlaygroundProgram:
         self._strings = None
 
     # -- setup
-
-    def _input_default(self, kind: str, args: Sequence[Any], t: TypeInfo) -> Any:
-        if kind == "SLIDER":
-            return float(args[0]) if args else 0.0
-        if kind == "COLOR_PICK":
-            return np.array([float(a) for a in (list(args) + [0, 0, 0])[:3]], np.float32)
-        if kind == "MOUSE_POSITION":
-            return np.zeros(4, _vector_scalar(t))
-        return 0 if (t.scalar or "").startswith(("int", "uint")) else 0.0
 
     # -- running
 
@@ -396,7 +332,7 @@ class PlaygroundProgram:
                 raise KeyError(f"no live input {k!r}; inputs: {', '.join(self.inputs) or 'none'}")
             inp = self.inputs[k]
             if inp.kind in ("COLOR_PICK", "MOUSE_POSITION"):
-                dt = _vector_scalar(inp.type)
+                dt = vector_scalar(inp.type)
                 v = np.asarray(v, np.float64).reshape(-1)
                 v = (np.rint(v) if dt.kind in "iu" else v).astype(dt)  # int4 mousePosition: whole pixels
             elif (inp.type.scalar or "").startswith(("int", "uint")):
@@ -415,9 +351,9 @@ class PlaygroundProgram:
             self.set(**values)
             for name, inp in self.inputs.items():   # in the uniform's own type: uint, int or float
                 if inp.kind == "TIME" and "TIME" not in values and name not in values:
-                    self.uniforms[name] = _as_scalar(inp.type, time.perf_counter() - self.start)
+                    self.uniforms[name] = as_scalar(inp.type, time.perf_counter() - self.start)
                 elif inp.kind == "FRAME_ID" and name not in values:
-                    self.uniforms[name] = _as_scalar(inp.type, self.frame_index)
+                    self.uniforms[name] = as_scalar(inp.type, self.frame_index)
             printing = self.resources.get("g_printedBuffer")
             if printing is not None:
                 self._clear_prints(printing)
@@ -429,7 +365,7 @@ class PlaygroundProgram:
                 groups = self._groups(ck, attrs)
                 kv = {k: vals[k] for k in ck.parameter_names if k in vals}
                 for p in ck.entry_point.uniforms:
-                    kv.setdefault(p.name, _zero_value(p.type))
+                    kv.setdefault(p.name, zero_value(p.type))
                 dispatch(rev.backend, ck, groups, kv)
             self._once.clear()
             self.frame_index += 1
@@ -495,20 +431,3 @@ def program_for(session: "Session", cell: str) -> PlaygroundProgram | None:
         return None
     prog = PlaygroundProgram(session, cell)
     return prog if prog.runnable else None
-
-
-def _as_scalar(t: TypeInfo, x: float) -> int | float:
-    """A TIME (seconds) / FRAME_ID value for a uniform of type t: int and uint truncated toward zero
-    and wrapped to 32 bits (JavaScript's DataView.setInt32 / setUint32, as the Playground writes
-    them), else a float."""
-    s = t.scalar or "float32"
-    if s.startswith("uint"):
-        return int(x) & 0xFFFFFFFF
-    if s.startswith("int"):
-        return (int(x) + 2**31) % 2**32 - 2**31
-    return float(x)
-
-
-def _vector_scalar(t: TypeInfo) -> np.dtype:
-    """The numpy scalar of a vector uniform (int4 mousePosition -> int32); float32 when unknown."""
-    return np.dtype({"int32": np.int32, "uint32": np.uint32, "float16": np.float16}.get(t.scalar or "", np.float32))
