@@ -19,6 +19,7 @@ from .cells import Cell
 from .compiled import CompiledKernel, CompileRequest
 from .compiler.reflection import FunctionInfo
 from .errors import ParameterError
+from .finite import FiniteCheck, check_gradients
 
 __all__ = ["FunctionHost", "GradCheck", "SlangFunction"]
 
@@ -28,6 +29,7 @@ class FunctionHost(Protocol):
 
     backend: Backend
     revision: int
+    finite: FiniteCheck
 
     @property
     def cells(self) -> tuple[str, ...]: ...
@@ -263,14 +265,19 @@ class SlangFunction:
         out = self._run(fn, "fwd", inputs)
         return out["sk_r"], out["sk_rd"]
 
-    def bwd(self, *args: Any, grad_out: Any = 1.0) -> Any:
-        """Reverse mode: gradients of each differentiable input (a tuple if several), scaled by grad_out."""
+    def bwd(self, *args: Any, grad_out: Any = 1.0, check_finite: bool | None = None) -> Any:
+        """Reverse mode: gradients of each differentiable input (a tuple if several), scaled by grad_out.
+        check_finite (default: the session's): raise NonFiniteError naming the first input whose
+        gradient holds a NaN/Inf (slang_kernel.finite)."""
         fn = self.info(len(args))
         inputs = {f"sk_a{i}": v for i, v in self._bind_args(args, fn).items()}
         if fn.result not in ("void", ""):
             inputs["sk_dout"] = grad_out
         out = self._run(fn, "bwd", inputs)
-        grads = [out[f"sk_g{i}"] for i in self.differentiable_params(fn)]
+        diff = self.differentiable_params(fn)
+        grads = [out[f"sk_g{i}"] for i in diff]
+        if check_finite or (check_finite is None and self.session.finite.enabled):
+            check_gradients(self.name, [fn.params[i][0] for i in diff], grads)
         return grads[0] if len(grads) == 1 else tuple(grads)
 
     def check_grad(self, *args: Any, eps: float = 1e-3, rtol: float = 1e-2, atol: float = 1e-3) -> GradCheck:

@@ -390,7 +390,7 @@ def _kernel_task(spec: SessionSpec, name: str, fixed: Mapping[str, Any], point: 
                  ) -> dict[str, np.ndarray]:
     """One grid point, on a worker: arrays are copied (the fixed ones are shared by every task here);
     the kernel's RW arrays come back."""
-    params = {k: (np.array(v, copy=True) if isinstance(v, np.ndarray) else v) for k, v in {**fixed, **point}.items()}
+    params: dict[str, Any] = {k: (np.array(v, copy=True) if isinstance(v, np.ndarray) else v) for k, v in {**fixed, **point}.items()}
     with _running(spec, name) as live:
         k = live.kernels.get(name) or live.kernels.setdefault(name, live.session.kernel(name))
         try:

@@ -11,6 +11,7 @@ from .backends import Backend
 from .compiled import CompiledKernel, Specialization
 from .specialize import SpecializationError
 from .compiler.reflection import EntryPointInfo, ParamInfo
+from .finite import FiniteCheck
 from .errors import BoundsError, DeviceLost, KernelCrash, KernelInterrupted, KernelTimeout, OutOfRangeWarning, ParameterError
 
 if TYPE_CHECKING:
@@ -27,6 +28,7 @@ class KernelHost(Protocol):
 
     backend: Backend
     revision: int
+    finite: FiniteCheck
 
     def compile_entry(self, name: str, target: str | None = None,
                       specialization: Specialization | None = None) -> CompiledKernel: ...
@@ -169,12 +171,17 @@ class ComputeKernel:
         """Whether the revision last compiled is still the current one of every cell it was made of."""
         return self._last is not None and self.session.is_current(self._last[2])
 
-    def __call__(self, *, threads: Any = None, groups: Any = None, **params: Any) -> None:
+    def __call__(self, *, threads: Any = None, groups: Any = None, check_finite: bool | None = None,
+                 **params: Any) -> None:
+        """One dispatch. check_finite: afterwards, raise NonFiniteError for the first written buffer or
+        texture holding a NaN/Inf (default: the session's check_finite; slang_kernel.finite)."""
         ck = self.compiled()
         g = groups_for(ck.entry_point, threads, groups)
         check_parameters(ck, params)
         if 0 in g:
             return
+        if check_finite or (check_finite is None and self.session.finite.enabled):
+            return self.session.finite.dispatch(self.session.backend, ck, g, params)
         self.session.backend.dispatch(ck, g, params)
 
     def debug(self, thread: Sequence[int] = (0, 0, 0), *, threads: Any = None, groups: Any = None,

@@ -24,6 +24,7 @@ from .cells import Cell
 from .compiled import CompiledKernel
 from .compiler.client import CompilerProcess
 from .compiler.diagnostics import SlangCompileError, parse_diagnostics
+from .finite import FiniteCheck
 from .kernels import ComputeKernel
 
 if TYPE_CHECKING:
@@ -44,6 +45,8 @@ class Session(_Cells, _Variants, _Layouts):
     (BackendConfig: checked=True reports out-of-range buffer indices, timeout= stops a dispatch after
     that many seconds, isolate=False runs CPU kernels in this process: lower overhead, not crash-safe;
     fast_math=True builds CPU kernels with -ffast-math: faster, no IEEE care for NaN/inf or ordering).
+    check_finite=True: after every kernel call and `.bwd`, raise NonFiniteError for the first written
+    buffer (or gradient) holding a NaN/Inf (slang_kernel.finite; per call: `k(..., check_finite=True)`).
     The parts live in sibling modules: _session_state (state, lookups), _session_requests (the one
     compile path), _session_cells (cells and revisions), _session_variants (kernel builds and
     specializations), _session_layouts (dtype); here: construction, kernels and functions, code and
@@ -64,6 +67,7 @@ class Session(_Cells, _Variants, _Layouts):
         timeout: float | None = None,
         isolate: bool = True,
         fast_math: bool = False,
+        check_finite: bool = False,
     ) -> None:
         self.options = tuple(options)
         self._defines = {str(k): str(v) for k, v in (defines or {}).items()}
@@ -71,6 +75,7 @@ class Session(_Cells, _Variants, _Layouts):
         self.fingerprint = digest(compiler_fingerprint(), *(p.read_bytes() for p in sorted(MODULE_DIR.glob("*.slang"))))
         self.config = BackendConfig(threads=threads, checked=checked, timeout=timeout, isolate=isolate, fast_math=fast_math,
                                     include_paths=(str(MODULE_DIR),), cache=self.cache)
+        self.finite = FiniteCheck(check_finite)   # the NaN/Inf finder (slang_kernel.finite)
         self._compiler = compiler or CompilerProcess()
         self._compiler.start()
         self._cells: dict[str, Cell] = {}
@@ -133,9 +138,10 @@ class Session(_Cells, _Variants, _Layouts):
         return str(reply["ir"])
 
     def ir_graph(self, name: str, **kwargs: Any) -> dict[str, Any]:
-        from . import ir as ir_module
+        from .ir import parse_ir
+        from .ir_graph import to_graph
 
-        return ir_module.to_graph(ir_module.parse_ir(self.ir(name)), **kwargs)
+        return to_graph(parse_ir(self.ir(name)), **kwargs)
 
     # -- backend ------------------------------------------------------------------------------------
 
