@@ -46,10 +46,13 @@ CUDA_PRELUDE = """// slang_kernel.playground_robust: WebGPU's index clamping (Ti
 #endif
 """
 
-CPP_PRELUDE = """// slang_kernel.playground_robust: WebGPU's index clamping for fixed-size arrays
+CPP_PRELUDE = """// slang_kernel.playground_robust: WebGPU's index clamping for fixed-size arrays (a checked
+// session, -DSK_CHECKED, keeps the backend's reporting instead)
+#ifndef SK_CHECKED
 #undef SLANG_BOUND_CHECK_FIXED_ARRAY
 #define SLANG_BOUND_CHECK_FIXED_ARRAY(index, count) \\
     if ((size_t)(index) >= (size_t)(count)) index = (count) - 1;
+#endif
 """
 
 _HELPER = "\n// slang_kernel.playground_robust\nuint _sk_webgpu_index(uint i, uint n) { return min(i, n - 1u); }\n"
