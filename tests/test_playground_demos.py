@@ -42,10 +42,10 @@ STATS = {"gsplat2d", "gsplat2d-diff"}
 FRAMES = {"gsplat2d-diff": 1}   # 6 s a frame on lavapipe (its derivatives run over the whole jeep.jpg)
 NOISY = {"circle", "ocean"}     # see the module docstring
 KNOWN = {
-    ("cpu", "atomics"): "Slang's C++ target refuses Atomic<int> in groupshared memory (E36107; README)",
+    ("cpu", "atomics"): "Slang's C++ target refuses Atomic<int> in groupshared memory (E36107; docs/playground.md)",
     ("cpu", "gsplat2d"): "Slang's C++ target: E99999 'unexpected IR opcode' on blobs[blobCount++] with a "
-                         "groupshared Atomic<uint>, and no group barriers (E36107; README)",
-    ("cpu", "gsplat2d-diff"): "Slang's C++ target has no group barriers (E36107; README)",
+                         "groupshared Atomic<uint>, and no group barriers (E36107; docs/playground.md)",
+    ("cpu", "gsplat2d-diff"): "Slang's C++ target has no group barriers (E36107; docs/playground.md)",
 }
 
 
@@ -106,16 +106,13 @@ def reference() -> Any:
     return get
 
 
-_SESSIONS: dict[str, sk.Session] = {}
-
-
 @pytest.fixture(scope="module")
 def sessions(cache_dir: str) -> Any:
-    """One session per backend for the module (compiled state shared by the demos)."""
-    yield _SESSIONS
-    for s in _SESSIONS.values():
+    """One session per backend for the module (compiled state shared by the demos), made on first use."""
+    made: dict[str, sk.Session] = {}
+    yield made
+    for s in made.values():
         s.close()
-    _SESSIONS.clear()
 
 
 def _session(sessions: dict[str, sk.Session], backend: str, cache_dir: str) -> sk.Session:
