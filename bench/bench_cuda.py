@@ -118,6 +118,20 @@ def main() -> None:
         ours_us = host_us(lambda: kt(threads=32, y=t, a=1.0))
         raw_us = host_us(lambda: tiny_cuda((1,), (32,), (t, np.float32(1.0))))
         print(f"{'host overhead per launch, us':44} {ours_us:12.2f} {raw_us:12.2f} {ours_us / raw_us:8.2f}x cupy.RawKernel")
+        # a training step's way: 100 launches per call, bound once (slang_kernel.steps.Step: a CUDA graph,
+        # else cached argument blocks), against the same 100 launches through cupy.RawKernel
+        from slang_kernel.steps import Step
+
+        reps = 100
+        step = Step([(kt, dict(threads=32, y=t, a=1.0))])
+        step_us = host_us(lambda: step(reps), n=200) / reps
+
+        def raw_batch() -> None:
+            for _ in range(reps):
+                tiny_cuda((1,), (32,), (t, np.float32(1.0)))
+        raw_batch_us = host_us(raw_batch, n=200) / reps
+        print(f"{'host time per launch, 100 per call, us':44} {step_us:12.2f} {raw_batch_us:12.2f} "
+              f"{step_us / raw_batch_us:8.2f}x cupy.RawKernel ({step.mode})")
         m = 1 << 24
         xv = cp.random.random(m, dtype=cp.float32)
         yo, yc = cp.zeros(m, cp.float32), cp.zeros(m, cp.float32)

@@ -114,6 +114,23 @@ def main() -> None:
     tc = spy.Tensor.empty(dev, shape=(16,), dtype="float")
     peer_dev = bench(lambda: (m.add(ta, tb, _result=tc), dev.wait_for_idle()), args.repeat * 4)
     rows.append(("tiny kernel, device buffers (ours)", ours_dev, "slangpy m.add(tensors, _result=tensor)", peer_dev))
+    # a training step's way: the same launch 100 times per call, bound once (slang_kernel.steps.Step:
+    # one command buffer) against slangpy's append_to into one command encoder, one submit
+    from slang_kernel.steps import Step
+
+    reps = 100
+    step = Step([(k, dict(threads=16, a=da, b=db, c=dc, n=16))])
+    ours_step = bench(lambda: (step(reps), dev.wait_for_idle()), args.repeat) / reps
+
+    def spy_batch() -> None:
+        enc = dev.create_command_encoder()
+        for _ in range(reps):
+            m.add.append_to(enc, ta, tb, _result=tc)
+        dev.submit_command_buffer(enc.finish())
+        dev.wait_for_idle()
+    peer_step = bench(spy_batch, args.repeat) / reps
+    rows.append((f"tiny kernel, device buffers, {reps} per call: replayed Step, per launch", ours_step,
+                 f"slangpy m.add.append_to(encoder) x{reps}, one submit", peer_step))
     kc = cpu.kernel("add_k")
     ours_cpu = bench(lambda: kc(threads=16, a=a, b=b, c=c, n=16), args.repeat * 4)
     rows.append(("tiny kernel, vulkan backend", ours, "cpu backend (g++)", ours_cpu))

@@ -16,6 +16,7 @@ from .compiled import CompiledKernel, CompileRequest
 from .compiler.diagnostics import Diagnostic, SlangCompileError, SlangCompilerCrash
 from .errors import (BackendUnavailable, BoundsError, DeviceLost, KernelCrash, KernelInterrupted, KernelTimeout,
                      OutOfRangeWarning, ParameterError)
+from .finite import NonFiniteError
 from .kernels import ComputeKernel
 from .session import CellResult, Session
 
@@ -32,6 +33,7 @@ __all__ = [
     "KernelCrash",
     "KernelInterrupted",
     "KernelTimeout",
+    "NonFiniteError",
     "OutOfRangeWarning",
     "ParameterError",
     "Session",

@@ -13,29 +13,18 @@ from typing import Any, Protocol, Sequence
 
 import numpy as np
 
+from . import scanner
 from .backends import Backend
 from .backends.packing import element_dtype
 from .cells import Cell
 from .compiled import CompiledKernel, CompileRequest
 from .compiler.reflection import FunctionInfo
 from .errors import ParameterError
+from .finite import check_gradients
+from .protocols import FunctionService
 
-__all__ = ["FunctionHost", "GradCheck", "SlangFunction"]
+__all__ = ["GradCheck", "SlangFunction"]
 
-
-class FunctionHost(Protocol):
-    """What a SlangFunction needs of its session (the Session's public API)."""
-
-    backend: Backend
-    revision: int
-
-    @property
-    def cells(self) -> tuple[str, ...]: ...
-    def cell(self, name: str) -> Cell: ...
-    def function_info(self, name: str) -> tuple[Cell, tuple[FunctionInfo, ...]]: ...
-    def request(self, op: str, *, source: str | None = None, upto: str | None = None, what: str | None = None,
-                entries: Sequence[str] = (), target: str | None = None) -> CompileRequest: ...
-    def compile(self, req: CompileRequest) -> dict[str, CompiledKernel]: ...
 
 ENTRY = "sk_entry"
 GROUP = 64
@@ -60,7 +49,7 @@ class GradCheck:
 class SlangFunction:
     """Call with numpy arrays (broadcast like numpy); `.fwd` and `.bwd` give derivatives."""
 
-    def __init__(self, session: FunctionHost, name: str) -> None:
+    def __init__(self, session: FunctionService, name: str) -> None:
         self.session = session
         self.name = name
         self._last: dict[tuple[str, str, str, int], tuple[CompiledKernel, list[tuple[str, str, str]]]] = {}
@@ -100,7 +89,7 @@ class SlangFunction:
             return True
         for cell_name in self.session.cells:
             cell = self.session.cell(cell_name)
-            if re.search(rf"\bstruct\s+{re.escape(tname)}\s*:[^{{]*\bIDifferentiable\b", cell.source):
+            if "IDifferentiable" in scanner.conformances(cell.source, tname):
                 return True
         return False
 
@@ -263,14 +252,19 @@ class SlangFunction:
         out = self._run(fn, "fwd", inputs)
         return out["sk_r"], out["sk_rd"]
 
-    def bwd(self, *args: Any, grad_out: Any = 1.0) -> Any:
-        """Reverse mode: gradients of each differentiable input (a tuple if several), scaled by grad_out."""
+    def bwd(self, *args: Any, grad_out: Any = 1.0, check_finite: bool | None = None) -> Any:
+        """Reverse mode: gradients of each differentiable input (a tuple if several), scaled by grad_out.
+        check_finite (default: the session's): raise NonFiniteError naming the first input whose
+        gradient holds a NaN/Inf (slang_kernel.finite)."""
         fn = self.info(len(args))
         inputs = {f"sk_a{i}": v for i, v in self._bind_args(args, fn).items()}
         if fn.result not in ("void", ""):
             inputs["sk_dout"] = grad_out
         out = self._run(fn, "bwd", inputs)
-        grads = [out[f"sk_g{i}"] for i in self.differentiable_params(fn)]
+        diff = self.differentiable_params(fn)
+        grads = [out[f"sk_g{i}"] for i in diff]
+        if check_finite or (check_finite is None and self.session.finite.enabled):
+            check_gradients(self.name, [fn.params[i][0] for i in diff], grads)
         return grads[0] if len(grads) == 1 else tuple(grads)
 
     def check_grad(self, *args: Any, eps: float = 1e-3, rtol: float = 1e-2, atol: float = 1e-3) -> GradCheck:

@@ -30,9 +30,6 @@ from .compiler.reflection import DeclInfo
 
 __all__ = ["Cell", "Visible", "identifiers", "import_prefix", "interface_text", "module_name_for", "visible_imports"]
 
-_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
-_STRINGS = re.compile(r'"(?:\\.|[^"\\])*"')
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _EXTENSION = re.compile(r"\bextension\s*(?:<[^>{]*>\s*)?(\w+)[^{;]*?(?::\s*([\w\s,<>]+))?\{")
 _MEMBER = re.compile(r"\b[A-Za-z_]\w*(?:<[^<>(){};]*>)?\s+([A-Za-z_]\w*)\s*\(")
 _BUILTIN = re.compile(r"^(bool|int|uint|float|half|double|int64_t|uint64_t|int16_t|uint16_t|int8_t|uint8_t)"
@@ -40,12 +37,8 @@ _BUILTIN = re.compile(r"^(bool|int|uint|float|half|double|int64_t|uint64_t|int16
 
 
 def identifiers(source: str) -> frozenset[str]:
-    """Identifiers a source mentions, outside comments and strings."""
-    text = _STRINGS.sub('""', _COMMENTS.sub(" ", source))
-    return frozenset(_IDENT.findall(text))
-
-
-_SIGNATURE_TAIL = re.compile(r"\)\s*(?::\s*\w+\s*)?(?:throws\s+\w+\s*)?$")
+    """Identifiers a source mentions, outside comments and strings (member names included)."""
+    return frozenset(scanner.IDENT.findall(scanner.blank(source)))
 
 
 def interface_text(source: str) -> str:
@@ -53,32 +46,13 @@ def interface_text(source: str) -> str:
     top-level functions. Cells that import it need re-checking only when this changes; a body edit
     reaches them at link time (their blobs refer to its functions by name; generics and derivatives
     are specialised when a kernel is linked)."""
-    text = _COMMENTS.sub(" ", source)
-    out, depth, i, start = [], 0, 0, 0
-    while i < len(text):
-        ch = text[i]
-        if ch == '"':
-            m = _STRINGS.match(text, i)
-            i = m.end() if m else i + 1
-            continue
-        if ch == "{":
-            if depth == 0 and _SIGNATURE_TAIL.search(text, start, i):
-                out.append(text[start:i] + "{}")
-                depth, i = 1, i + 1
-                while i < len(text) and depth:
-                    m = _STRINGS.match(text, i) if text[i] == '"' else None
-                    if m:
-                        i = m.end()
-                        continue
-                    depth += {"{": 1, "}": -1}.get(text[i], 0)
-                    i += 1
-                start = i
-                continue
-            depth += 1
-        elif ch == "}":
-            depth = max(0, depth - 1)
-        i += 1
-    out.append(text[start:])
+    text = scanner.uncommented(source)
+    out, last = [], 0
+    for d in scanner.declarations(source):
+        if d.kind == "function" and d.body is not None:
+            out.append(text[last:d.body[0]] + "}")
+            last = d.body[1] + 1
+    out.append(text[last:])
     return " ".join("".join(out).split())
 
 
@@ -162,7 +136,7 @@ class Cell:
     @functools.cached_property
     def extension_triggers(self) -> frozenset[str] | None:
         """Names whose use makes a cell need this one's extensions; None when it declares none."""
-        text = _STRINGS.sub('""', _COMMENTS.sub(" ", self.source))
+        text = scanner.blank(self.source)
         found = list(_EXTENSION.finditer(text))
         if not found:
             return None
@@ -170,18 +144,9 @@ class Cell:
         for m in found:
             if not _BUILTIN.match(m.group(1)):
                 out.add(m.group(1))
-            out.update(_IDENT.findall(m.group(2) or ""))
-            out.update(_MEMBER.findall(_body(text, m.end())))
+            out.update(scanner.IDENT.findall(m.group(2) or ""))
+            out.update(_MEMBER.findall(text[m.end():scanner.closing(text, m.end() - 1) - 1]))
         return frozenset(out)
-
-
-def _body(text: str, start: int) -> str:
-    """The text of a `{...}` block whose opening brace is just before `start`."""
-    depth, i = 1, start
-    while i < len(text) and depth:
-        depth += {"{": 1, "}": -1}.get(text[i], 0)
-        i += 1
-    return text[start:i - 1]
 
 
 def import_prefix(modules: Sequence[str]) -> str:

@@ -11,24 +11,15 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping, Protocol, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from .compiler.diagnostics import SlangCompileError
 from .errors import BackendUnavailable
+from .protocols import CompareService
 
-if TYPE_CHECKING:
-    from .kernels import ComputeKernel
-
-
-class CompareHost(Protocol):
-    """What compare needs of a Session (kept a protocol so that compare never imports session)."""
-
-    def kernel(self, name: str) -> "ComputeKernel": ...
-    def replica(self, backend: str) -> "CompareHost": ...
-
-__all__ = ["BufferDiff", "CompareHost", "Comparison", "compare", "ulp_difference"]
+__all__ = ["BufferDiff", "Comparison", "compare", "ulp_difference"]
 
 _FIRST = 8  # differing indices kept per buffer
 
@@ -82,14 +73,12 @@ class Comparison:
         a, b = _field(self.outputs[d.reference], buffer), _field(self.outputs[d.backend], buffer)
         return np.asarray(b, np.float64) - np.asarray(a, np.float64)
 
-    def view(self, buffer: str, backend: str | None = None) -> Any:
-        """A BufferView of backend's result with the elements that differ from the reference's
-        highlighted (exact comparison); its table pages to them."""
-        from .widgets.buffer_view import BufferView
-
+    def pair(self, buffer: str, backend: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(reference's result, backend's result) of `buffer` (a struct field as `name.field`): what
+        `BufferView.of_comparison(c, buffer)` shows, the differing elements marked (the engine
+        imports no widget)."""
         d = self.diff(buffer, backend)
-        a, b = _field(self.outputs[d.reference], buffer), _field(self.outputs[d.backend], buffer)
-        return BufferView(b, compare=a, rtol=0.0, atol=0.0)
+        return _field(self.outputs[d.reference], buffer), _field(self.outputs[d.backend], buffer)
 
     def text(self) -> str:
         lines = [f"{self.kernel}: {', '.join(self.ran)} against {self.reference}"]
@@ -175,7 +164,7 @@ def _diff(buffer: str, backend: str, reference: str, a: np.ndarray, b: np.ndarra
                        int(bad.size), first)]
 
 
-def _outputs(session: "CompareHost", kernel: str, params: Mapping[str, Any]) -> list[str]:
+def _outputs(session: CompareService, kernel: str, params: Mapping[str, Any]) -> list[str]:
     """The parameters that are read-write resources given as numpy arrays (what a dispatch writes)."""
     names = []
     for p in session.kernel(kernel).params:
@@ -185,7 +174,7 @@ def _outputs(session: "CompareHost", kernel: str, params: Mapping[str, Any]) -> 
     return names
 
 
-def _to_layout(s: "CompareHost", kernel: str, values: dict[str, Any], outputs: Sequence[str]) -> None:
+def _to_layout(s: CompareService, kernel: str, values: dict[str, Any], outputs: Sequence[str]) -> None:
     """RW struct buffers in `s`'s target layout (offsets differ between targets), copied field by
     field: a backend writes its outputs into arrays of its own element dtype."""
     from numpy.lib import recfunctions
@@ -202,7 +191,7 @@ def _to_layout(s: "CompareHost", kernel: str, values: dict[str, Any], outputs: S
             values[n] = out
 
 
-def compare(session: "CompareHost", kernel: str, backends: Sequence[str] = ("cpu", "vulkan", "cuda"), *,
+def compare(session: CompareService, kernel: str, backends: Sequence[str] = ("cpu", "vulkan", "cuda"), *,
             threads: Any = None, groups: Any = None, **params: Any) -> Comparison:
     """Run `kernel` on each backend (each on its own copy of the numpy inputs) and compare outputs."""
     outputs = _outputs(session, kernel, params)

@@ -234,7 +234,7 @@ def worker_session(spec: SessionSpec, what: str = "") -> Iterator[Session]:
 
 def _owner(session: Session, name: str) -> str:
     try:
-        return session.owner(name).name
+        return session.engine.owner(name).name
     except Exception:
         return "?"
 
@@ -379,7 +379,7 @@ def function(source: Session | SessionSpec, name: str, *, backend: str | None = 
              threads: int | None | Literal["session"] = SAME) -> DaskFunction:
     """`function(session, "sqr")(x_dask)` -> a dask array. backend/threads: what the workers use."""
     if not isinstance(source, SessionSpec):
-        source.function_info(name)   # a KeyError naming what is defined, now rather than at compute time
+        source.engine.function_info(name)   # a KeyError naming what is defined, now rather than at compute time
     return DaskFunction(source, name, backend=backend, threads=threads)
 
 
@@ -390,7 +390,7 @@ def _kernel_task(spec: SessionSpec, name: str, fixed: Mapping[str, Any], point: 
                  ) -> dict[str, np.ndarray]:
     """One grid point, on a worker: arrays are copied (the fixed ones are shared by every task here);
     the kernel's RW arrays come back."""
-    params = {k: (np.array(v, copy=True) if isinstance(v, np.ndarray) else v) for k, v in {**fixed, **point}.items()}
+    params: dict[str, Any] = {k: (np.array(v, copy=True) if isinstance(v, np.ndarray) else v) for k, v in {**fixed, **point}.items()}
     with _running(spec, name) as live:
         k = live.kernels.get(name) or live.kernels.setdefault(name, live.session.kernel(name))
         try:

@@ -43,13 +43,15 @@ class ParameterError(TypeError):
 class BoundsError(IndexError):
     """A checked kernel indexed a buffer out of range (Session(checked=True))."""
 
-    def __init__(self, kernel: str, count: int, index: int, size: int, buffer: str | None = None) -> None:
+    def __init__(self, kernel: str, count: int, index: int, size: int, buffer: str | None = None,
+                 thread: tuple[int, int, int] | None = None) -> None:
         what = f"`{buffer}`" if buffer and not buffer.startswith("a ") else (buffer or "a buffer")
         super().__init__(
             f"{kernel}: {count} out-of-range access(es); the first read or wrote index {index} of {what} "
             f"({size} elements). Out-of-range writes were dropped and reads gave 0; in-range results were "
             "written back.")
         self.kernel, self.count, self.index, self.size, self.buffer = kernel, count, index, size, buffer
+        self.thread = thread   # SV_DispatchThreadID of the first access, where the backend knows it (GPUs)
 
 
 class OutOfRangeWarning(RuntimeWarning):

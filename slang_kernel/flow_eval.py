@@ -25,7 +25,9 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 
 import numpy as np
 
-__all__ = ["NodeValue", "Callee", "Inst", "evaluate_flow", "split_args", "value_rank", "vector_size", "INTRINSICS"]
+from . import scanner
+
+__all__ = ["NodeValue", "Callee", "Inst", "evaluate_flow", "json_floats", "split_args", "value_rank", "vector_size", "INTRINSICS"]
 
 
 class Callee(Protocol):
@@ -48,13 +50,23 @@ class NodeValue:
 
     def to_json(self) -> dict[str, Any]:
         def arr(a: np.ndarray | None) -> Any:
-            if a is None:
-                return None
-            out = np.asarray(a, np.float64)
-            return [x if np.isfinite(x) else None for x in out.ravel().tolist()] if out.ndim and not np.isfinite(
-                out).all() else out.round(8).tolist()
+            return None if a is None else json_floats(a)
         return {"value": arr(self.value), "grad": arr(self.grad), "numeric": arr(self.numeric),
                 "bad": self.bad, "note": self.note}
+
+
+def json_floats(a: Any) -> Any:
+    """Numbers as JSON can carry them: rounded lists, a NaN/Inf as the string "nan"/"inf"/"-inf"
+    (JSON has none; the browser shows the string)."""
+    x = np.asarray(a, np.float64).round(8)
+    if np.isfinite(x).all():
+        return x.tolist()
+
+    def one(v: float) -> Any:
+        return v if np.isfinite(v) else ("nan" if np.isnan(v) else ("inf" if v > 0 else "-inf"))
+    if x.ndim == 0:
+        return one(float(x))
+    return np.vectorize(one, otypes=[object])(x).tolist()
 
 
 def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -85,20 +97,7 @@ _LITERAL = re.compile(r"^\s*(-?[0-9.eE+\-]+|true|false)\s*:\s*\w+")
 
 def split_args(args: str) -> list[str]:
     """Top-level comma split of an instruction's operand text."""
-    out, depth, cur = [], 0, ""
-    for ch in args:
-        if ch in "([":
-            depth += 1
-        elif ch in ")]":
-            depth -= 1
-        if ch == "," and depth == 0:
-            out.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    if cur.strip():
-        out.append(cur.strip())
-    return out
+    return scanner.split_commas(args)
 
 
 def vector_size(t: str | None) -> int:

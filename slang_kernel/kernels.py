@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
 from .backends import Backend
 from .compiled import CompiledKernel, Specialization
+from .protocols import KernelService
 from .specialize import SpecializationError
 from .compiler.reflection import EntryPointInfo, ParamInfo
 from .errors import BoundsError, DeviceLost, KernelCrash, KernelInterrupted, KernelTimeout, OutOfRangeWarning, ParameterError
@@ -18,27 +19,8 @@ if TYPE_CHECKING:
     from .profiling import Profile
     from .thread_debug import ThreadDebug
 
-__all__ = ["BoundsError", "ComputeKernel", "DeviceLost", "KernelCrash", "KernelHost", "KernelInterrupted",
+__all__ = ["BoundsError", "ComputeKernel", "DeviceLost", "KernelCrash", "KernelInterrupted",
            "KernelTimeout", "OutOfRangeWarning", "check_parameters", "groups_for"]
-
-
-class KernelHost(Protocol):
-    """What a ComputeKernel needs of its session (the Session's public API)."""
-
-    backend: Backend
-    revision: int
-
-    def compile_entry(self, name: str, target: str | None = None,
-                      specialization: Specialization | None = None) -> CompiledKernel: ...
-    def compile_variant(self, name: str, rewrite: Callable[[str], str]) -> CompiledKernel: ...
-    def compile_inline(self, name: str, rewrite: Callable[[str, str], str]) -> CompiledKernel: ...
-    def owner(self, name: str, *, kernel: bool | None = None) -> Cell: ...
-    def closure(self, cells: Iterable[Cell]) -> list[Cell]: ...
-    def is_current(self, built_from: CompiledKernel) -> bool: ...
-    def code(self, name: str, target: str = "hlsl") -> str: ...
-    def ir(self, name: str) -> str: ...
-    def specialization(self, name: str, specialize: Mapping[str, Any] | None = None,
-                       type_conformances: Sequence[Sequence[Any]] = ()) -> Specialization: ...
 
 
 def _triple(v: int | Sequence[int], what: str) -> tuple[int, int, int]:
@@ -94,7 +76,7 @@ class ComputeKernel:
     `specialization`: what `Session.kernel(name, specialize=..., type_conformances=...)` fixed (None:
     the kernel as written); each specialization is its own compiled kernel."""
 
-    def __init__(self, session: KernelHost, name: str, specialization: Specialization | None = None) -> None:
+    def __init__(self, session: KernelService, name: str, specialization: Specialization | None = None) -> None:
         self.session = session
         self.name = name
         self.specialization = specialization or None
@@ -164,17 +146,48 @@ class ComputeKernel:
         bound by name. The values replace any it was specialized with."""
         return ComputeKernel(self.session, self.name, self.session.specialization(self.name, values, type_conformances))
 
+    def run_build(self, build: CompiledKernel, *, threads: Any = None, groups: Any = None, **params: Any) -> None:
+        """Dispatch `build`, a revision of this kernel that `compiled()` returned earlier: what a live
+        view does to keep showing the last good revision while its cell's new one does not compile
+        (or does not take the view's parameters)."""
+        g = groups_for(build.entry_point, threads, groups)
+        check_parameters(build, params)
+        if 0 in g:
+            return
+        self.session.backend.dispatch(build, g, params)
+
+    def new_texture(self, param: str, width: int, height: int) -> Any:
+        """A zeroed texture for texture parameter `param`, height x width, of its texel type: on a
+        backend that keeps textures on the device, a device texture there; elsewhere the (H, W, C)
+        numpy array itself."""
+        from .backends import textures
+        from .playground_resources import texel
+
+        p = next((q for q in self.params if q.name == param), None)
+        if p is None or not p.type.is_texture:
+            raise ParameterError(f"{self.name}(): `{param}` is not a texture parameter"
+                                 + (f" ({p.type.name})" if p is not None else ""))
+        dtype, channels = texel(p.type)   # reflection names a texture's texel type only as text
+        arr = np.zeros((height, width, channels), dtype)
+        backend = self.session.backend
+        return textures(backend).texture(arr) if "textures" in backend.capabilities else arr
+
     @property
     def current(self) -> bool:
         """Whether the revision last compiled is still the current one of every cell it was made of."""
         return self._last is not None and self.session.is_current(self._last[2])
 
-    def __call__(self, *, threads: Any = None, groups: Any = None, **params: Any) -> None:
+    def __call__(self, *, threads: Any = None, groups: Any = None, check_finite: bool | None = None,
+                 **params: Any) -> None:
+        """One dispatch. check_finite: afterwards, raise NonFiniteError for the first written buffer or
+        texture holding a NaN/Inf (default: the session's check_finite; slang_kernel.finite)."""
         ck = self.compiled()
         g = groups_for(ck.entry_point, threads, groups)
         check_parameters(ck, params)
         if 0 in g:
             return
+        if check_finite or (check_finite is None and self.session.finite.enabled):
+            return self.session.finite.dispatch(self.session.backend, ck, g, params)
         self.session.backend.dispatch(ck, g, params)
 
     def debug(self, thread: Sequence[int] = (0, 0, 0), *, threads: Any = None, groups: Any = None,

@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-__all__ = ["IDENT", "Decl", "blank", "closing", "declarations", "declared_names", "mentions", "split_commas",
-           "visibility_variant"]
+__all__ = ["IDENT", "Decl", "blank", "closing", "conformances", "declarations", "declared_names", "mentions", "split_commas",
+           "uncommented", "visibility_variant"]
 
 _COMMENT_OR_STRING = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"' + r"|'(?:\\.|[^'\\\n])*'", re.S)
 IDENT = _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -22,6 +22,12 @@ _VISIBILITY = ("public", "internal", "private")
 _TYPE_KEYWORDS = ("struct", "class", "interface", "enum", "namespace", "cbuffer", "tbuffer")
 _DIRECTIVES = ("import", "__exported", "module", "__include", "implementing", "using")
 _OPEN = {"(": ")", "[": "]", "{": "}"}
+
+
+def uncommented(text: str) -> str:
+    """The text with comments replaced by spaces (strings kept; every offset the same)."""
+    return _COMMENT_OR_STRING.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)) if m.group(0)[0] == "/" else m.group(0),
+                                  text)
 
 
 def blank(text: str) -> str:
@@ -55,7 +61,7 @@ class Decl:
     kind: str                  # function | variable | struct | class | interface | enum | namespace |
                                # cbuffer | tbuffer | typealias | typedef | extension | directive | other
     names: tuple[str, ...]     # what it declares at top level (a cbuffer: its members too)
-    body: tuple[int, int] | None = None   # the `{ ... }` interior of a type, namespace or cbuffer
+    body: tuple[int, int] | None = None   # the `{ ... }` interior (a function's body, a type's members)
 
 
 def _skip_ws(b: str, i: int) -> int:
@@ -127,7 +133,7 @@ def declarations(text: str, start: int = 0, end: int | None = None, *, _b: str |
         i = min(i, end)
         if i > s:
             kind, names = _classify(b, head, body[0] - 1 if body else i, body)
-            yield Decl(s, head, i, kind, names, body if kind in _TYPE_KEYWORDS or kind == "extension" else None)
+            yield Decl(s, head, i, kind, names, body)
         i = _skip_ws(b, i)
 
 
@@ -219,13 +225,35 @@ def _split_commas(seg: str) -> list[str]:
 
 
 def closing(text: str, i: int) -> int:
-    """Index just past the bracket that closes the one at `text[i]` (text already blanked)."""
+    """Index just past the bracket that closes the one at `text[i]` (text already blanked): (), [],
+    {} nested in each other, or a `<...>` type argument list (only angle brackets counted); -1 when
+    a `<` is never closed."""
+    if text[i] == "<":
+        depth = 0
+        for j in range(i, len(text)):
+            depth += {"<": 1, ">": -1}.get(text[j], 0)
+            if depth == 0:
+                return j + 1
+        return -1
     return _match(text, i)
 
 
 def split_commas(seg: str) -> list[str]:
-    """Split a parameter or declarator list at commas outside brackets and type arguments."""
-    return _split_commas(seg)
+    """Split a parameter or declarator list at commas outside brackets and type arguments; the parts
+    stripped, empty ones dropped."""
+    return [p.strip() for p in _split_commas(seg) if p.strip()]
+
+
+def conformances(text: str, type_name: str) -> frozenset[str]:
+    """The names after `:` in the declarations of struct/class `type_name` (its interfaces)."""
+    b = blank(text)
+    out: set[str] = set()
+    for d in declarations(text, _b=b):
+        if d.kind in ("struct", "class") and type_name in d.names:
+            head = b[d.head:d.body[0] - 1 if d.body else d.end]
+            if ":" in head:
+                out.update(_IDENT.findall(head.split(":", 1)[1]))
+    return frozenset(out)
 
 
 def declared_names(text: str) -> frozenset[str]:
@@ -251,6 +279,11 @@ def visibility_variant(text: str, hidden: Iterable[str]) -> str:
             head_words = _IDENT.findall(b[d.head:d.body[0] if d.body else d.end])
             hidden_here = top and bool(set(d.names) & hide) and d.kind not in ("cbuffer", "tbuffer")
             vis = next((w for w in head_words[:4] if w in _VISIBILITY), None)
+            if hidden_here and d.kind == "function" and re.search(r"\b(shader|numthreads)\b", b[d.start:d.head]):
+                # a hidden kernel is renamed too: Slang finds entry points by name, visibility aside
+                hit = re.compile(rf"\b{re.escape(d.names[0])}(?=\s*[(<])").search(b, d.head)
+                if hit is not None and hit.start() < (d.body[0] if d.body else d.end):
+                    inserts.append((hit.end(), "_sk_shadowed"))
             if vis is None:
                 inserts.append((d.head, "internal " if hidden_here else "public "))
             elif hidden_here and vis == "public":

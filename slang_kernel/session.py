@@ -1,29 +1,37 @@
-"""Session: cells -> revisions, dependency tracking, one compile path, caches, lookup of kernels/functions.
+"""Session: one notebook's Slang cells, compiled incrementally into one persistent session.
 
-The model every other part builds on (DESIGN.md, "The model at the centre"): each cell revision is a
-frozen `Cell` whose digest covers its source, its options and defines and the interfaces of the cells
-it imports (a body edit of an imported cell does not make a new revision of its users: their blobs
-link the new body; kernels record the full digests of every cell in their chain). Everything derived from cells (CompiledKernel, and through it ComputeKernel,
-SlangFunction, playground programs, live and IR views) records the digests it was built from and is
-valid exactly while `is_current` says so: compiling an unrelated cell never invalidates it. Every
-compiler call is a `CompileRequest` built by `request` (or, for a cell's own check, the same builder).
+A small façade over the parts it holds (docs/architecture.md has the picture):
+
+    CellStore      cell_store.py      the current revision of each cell, in order; lookups
+    CompileService compile_service.py the one request builder, the compile cache, checks, variants
+    KernelBuilds   kernel_builds.py   kernel builds, specializations, debugger variants, dtypes;
+                                      the narrow services views are handed (protocols.py)
+    CellChecks     checks.py          running a cell: its check, its imports, invalidation of later cells
+
+Each cell revision is a frozen `Cell` whose digest covers its source, its options and defines and the
+interfaces of the cells it imports (a body edit of an imported cell does not make a new revision of
+its users: their blobs link the new body). Everything derived from cells records the digests it was
+built from and is valid exactly while `is_current` says so: compiling an unrelated cell never
+invalidates it.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from ._session_cells import CellResult, _Cells
-from ._session_layouts import _Layouts
-from ._session_requests import MODULE_DIR
-from ._session_variants import _Variants
 from .autodiff import SlangFunction
 from .backends import Backend, BackendConfig, create_backend
 from .cache import DiskCache, compiler_fingerprint, digest
+from .cell_store import CellStore
 from .cells import Cell
+from .checks import CellChecks, CellResult
+from .compile_service import MODULE_DIR, CompileService
 from .compiled import CompiledKernel
 from .compiler.client import CompilerProcess
-from .compiler.diagnostics import SlangCompileError, parse_diagnostics
+from .compiler.diagnostics import SlangCompileError
+from .compiler.reflection import DeclInfo
+from .finite import FiniteCheck
+from .kernel_builds import KernelBuilds
 from .kernels import ComputeKernel
 
 if TYPE_CHECKING:
@@ -34,7 +42,7 @@ __all__ = ["CODE_TARGETS", "MODULE_DIR", "CellResult", "CompiledKernel", "Sessio
 CODE_TARGETS = ("hlsl", "glsl", "spirv-asm", "metal", "wgsl", "cuda", "cpp")
 
 
-class Session(_Cells, _Variants, _Layouts):
+class Session:
     """One persistent notebook session: every cell compiles into it, incrementally.
 
     backend: "cpu" | "vulkan" | "cuda" | "auto". options: extra slangc options for every
@@ -44,10 +52,8 @@ class Session(_Cells, _Variants, _Layouts):
     (BackendConfig: checked=True reports out-of-range buffer indices, timeout= stops a dispatch after
     that many seconds, isolate=False runs CPU kernels in this process: lower overhead, not crash-safe;
     fast_math=True builds CPU kernels with -ffast-math: faster, no IEEE care for NaN/inf or ordering).
-    The parts live in sibling modules: _session_state (state, lookups), _session_requests (the one
-    compile path), _session_cells (cells and revisions), _session_variants (kernel builds and
-    specializations), _session_layouts (dtype); here: construction, kernels and functions, code and
-    IR views, other backends, lifecycle.
+    check_finite=True: after every kernel call and `.bwd`, raise NonFiniteError for the first written
+    buffer (or gradient) holding a NaN/Inf (slang_kernel.finite; per call: `k(..., check_finite=True)`).
     """
 
     def __init__(
@@ -64,31 +70,97 @@ class Session(_Cells, _Variants, _Layouts):
         timeout: float | None = None,
         isolate: bool = True,
         fast_math: bool = False,
+        check_finite: bool = False,
     ) -> None:
         self.options = tuple(options)
-        self._defines = {str(k): str(v) for k, v in (defines or {}).items()}
         self.cache = DiskCache(cache_dir, enabled=cache)
         self.fingerprint = digest(compiler_fingerprint(), *(p.read_bytes() for p in sorted(MODULE_DIR.glob("*.slang"))))
         self.config = BackendConfig(threads=threads, checked=checked, timeout=timeout, isolate=isolate, fast_math=fast_math,
                                     include_paths=(str(MODULE_DIR),), cache=self.cache)
+        self.finite = FiniteCheck(check_finite)   # the NaN/Inf finder (slang_kernel.finite)
         self._compiler = compiler or CompilerProcess()
         self._compiler.start()
-        self._cells: dict[str, Cell] = {}
-        self._failed: dict[str, SlangCompileError] = {}
-        self._counter = 0
-        self._compiled: dict[str, CompiledKernel] = {}
-        self._entries: dict[tuple[str, str], CompiledKernel] = {}
-        self._variants: dict[tuple[str, tuple[str, ...]], Cell] = {}
-        self.revision = 0  # counts every change (cells, defines, backend); views compare digests instead
         self._replicas: dict[str, tuple[Session, tuple[Any, ...]]] = {}   # backend -> (replica, what it replays)
         self._shares_compiler = False  # a replica's compiler worker is its origin's (Session.replica)
-        self._compiler_ms = 0.0        # time in compiler checks, summed for the CellResult of a run
         try:
             self.backend: Backend = create_backend(backend, self.config)
         except BaseException:
             if compiler is None:  # no backend, no session: do not leave the compiler we started running
                 self._compiler.close()
             raise
+        self._store = CellStore()
+        self._service = CompileService(self._store, self._compiler, self.cache, self.fingerprint, self.options,
+                                       {str(k): str(v) for k, v in (defines or {}).items()}, lambda: self.backend)
+        self.engine = KernelBuilds(self._store, self._service, self.finite)
+        """What views and engine parts are handed (typed by protocols.py): builds, raw requests."""
+        self._checks = CellChecks(self._store, self._service, self.engine)
+
+    # -- cells --------------------------------------------------------------------------------------
+
+    def run_cell(self, source: str, name: str | None = None, *, defines: Mapping[str, str] | None = None,
+                 options: Sequence[str] = (), label: str | None = None) -> CellResult:
+        """Compile one cell. Running a name again replaces that cell and recompiles its users.
+
+        defines/options: for this cell only (on top of the session's). label: what diagnostics and
+        messages call this revision when not its name (a front end re-running cell `In[2]` at prompt
+        [7] keeps its name and place, labelled "In[7]"). A cell with errors raises
+        SlangCompileError and changes nothing (views of the cell keep its last good revision;
+        `failure(name)` holds the error until a good revision arrives).
+        """
+        return self._checks.run_cell(source, name, defines=defines, options=options, label=label)
+
+    def remove_cell(self, name: str) -> None:
+        """Forget a cell; later cells that used it are recompiled (and may break)."""
+        self._checks.remove_cell(name)
+
+    def set_define(self, name: str, value: str = "1") -> None:
+        """A preprocessor define for every cell (each cell sees the defines whose names it mentions):
+        the cells that mention it are re-checked now, and kernels built from them follow."""
+        self._checks.set_define(name, value)
+
+    @property
+    def defines(self) -> dict[str, str]:
+        """The session's defines (a copy: change them with set_define)."""
+        return dict(self._service.defines)
+
+    @property
+    def cells(self) -> tuple[str, ...]:
+        return self._store.cells
+
+    def cell(self, name: str) -> Cell:
+        """The current revision of a cell."""
+        return self._store.cell(name)
+
+    def digest(self, name: str) -> str | None:
+        """The digest of a cell's current revision (None when there is no such cell)."""
+        return self._store.digest(name)
+
+    def is_current(self, built_from: CompiledKernel | Sequence[tuple[str, str]]) -> bool:
+        """Whether everything `built_from` (a CompiledKernel, or (cell, digest) pairs) was made of is
+        still the current, compiling revision of its cells."""
+        return self._store.is_current(built_from)
+
+    def failure(self, name: str) -> SlangCompileError | None:
+        """The error of the last run of cell `name` when it did not compile (its earlier revision is
+        still the current one); None once a good revision arrived."""
+        return self._store.failure(name)
+
+    @property
+    def revision(self) -> int:
+        """Counts every change (cells, defines, backend); views compare digests instead."""
+        return self._store.revision
+
+    def kernels(self) -> list[str]:
+        return self._store.kernels()
+
+    def functions(self) -> list[str]:
+        return self._store.functions()
+
+    def names(self) -> dict[str, DeclInfo]:
+        """Every top-level name the session knows (latest definition wins), for completion."""
+        return self._store.names()
+
+    # -- kernels and functions ----------------------------------------------------------------------
 
     def kernel(self, name: str, *, specialize: Mapping[str, Any] | None = None,
                type_conformances: Sequence[Sequence[Any]] = ()) -> ComputeKernel:
@@ -97,14 +169,23 @@ class Session(_Cells, _Variants, _Layouts):
         declarations of its cells (link-time specialization); type_conformances: (interface, type, id)
         triples linked for dynamic dispatch (`createDynamicObject`, interface-typed parameters).
         Each specialization is compiled once and cached like any kernel (see specialize.py)."""
-        self.owner(name, kernel=True)
+        self._store.owner(name, kernel=True)
         if not specialize and not type_conformances:
-            return ComputeKernel(self, name)
-        return ComputeKernel(self, name, self.specialization(name, specialize, type_conformances))
+            return ComputeKernel(self.engine, name)
+        return ComputeKernel(self.engine, name, self.engine.specialization(name, specialize, type_conformances))
 
     def function(self, name: str) -> SlangFunction:
-        self.function_info(name)
-        return SlangFunction(self, name)
+        self._store.function_info(name)
+        return SlangFunction(self.engine, name)
+
+    def compile_entry(self, name: str, target: str | None = None) -> CompiledKernel:
+        """Target code and reflection for a compute kernel of the current cells (cached)."""
+        return self.engine.compile_entry(name, target)
+
+    def dtype(self, type_name: str) -> Any:
+        """The numpy dtype of Slang type `type_name` as a StructuredBuffer element on the current
+        backend's target (see KernelBuilds.dtype)."""
+        return self.engine.dtype(type_name)
 
     # -- views --------------------------------------------------------------------------------------
 
@@ -113,29 +194,46 @@ class Session(_Cells, _Variants, _Layouts):
         if target not in CODE_TARGETS and target != "spirv":
             raise ValueError(f"unknown target {target!r}; choose one of {', '.join(CODE_TARGETS)}")
         if name in self.kernels():
-            return self.compile_entry(name, target).code
+            return self.engine.compile_entry(name, target).code
         return self.function(name).code(target)
 
     def reflection(self, target: str | None = None) -> dict[str, Any]:
         """JSON-able reflection of every kernel: parameters, types and layouts for one target."""
         target = target or self.backend.target
-        return {k: self.compile_entry(k, target).reflection.to_json() for k in self.kernels()}
+        return {k: self.engine.compile_entry(k, target).reflection.to_json() for k in self.kernels()}
 
     def ir(self, name: str) -> str:
         """Slang IR (IModule::disassemble) of the cell that defines `name` (or of the cell `name`)."""
-        cell = self._cells.get(name) or self.owner(name)
-        req = self.request("disassemble", cell=cell.name)
-        reply = self.call(req)
-        if not reply["ok"]:
-            raise SlangCompileError(f"could not disassemble {cell.shown}",
-                                    parse_diagnostics(reply["diagnostics"], {cell.shown: req.line_offset}),
-                                    self._sources())
-        return str(reply["ir"])
+        return self.engine.ir(name)
 
     def ir_graph(self, name: str, **kwargs: Any) -> dict[str, Any]:
-        from . import ir as ir_module
+        from .ir import parse_ir
+        from .ir_graph import to_graph
 
-        return ir_module.to_graph(ir_module.parse_ir(self.ir(name)), **kwargs)
+        return to_graph(parse_ir(self.ir(name)), **kwargs)
+
+    # -- configuration ------------------------------------------------------------------------------
+
+    @property
+    def threads(self) -> int | None:
+        return self.config.threads
+
+    @property
+    def checked(self) -> bool:
+        return self.config.checked
+
+    @property
+    def timeout(self) -> float | None:
+        return self.config.timeout
+
+    @property
+    def isolate(self) -> bool:
+        return self.config.isolate
+
+    @property
+    def compiler_pid(self) -> int | None:
+        """The compiler worker's process id (None while it is not running)."""
+        return self._compiler.pid
 
     # -- backend ------------------------------------------------------------------------------------
 
@@ -143,13 +241,13 @@ class Session(_Cells, _Variants, _Layouts):
         """Start the backend afresh (the CPU worker process, or a new device): use after a kernel left it
         in a bad state. Cells stay compiled; arrays you hold are untouched."""
         self.backend.reset()
-        self.revision += 1
+        self._store.revision += 1
 
     def set_backend(self, name: str) -> None:
         """Switch backend; cells stay compiled (kernels are rebuilt for the new target on first use)."""
         new = create_backend(name, self.config)
         old, self.backend = self.backend, new
-        self.revision += 1
+        self._store.revision += 1
         old.close()
 
     def replica(self, backend: str) -> "Session":
@@ -160,26 +258,26 @@ class Session(_Cells, _Variants, _Layouts):
         then say so). Raises BackendUnavailable when that backend does not work here."""
         if backend == self.backend.name:
             return self
-        state = (tuple((c.name, c.digest) for c in self._cells.values()), tuple(sorted(self._defines.items())),
-                 self.revision)
+        cells = self._store.by_name
+        state = (tuple((c.name, c.digest) for c in cells.values()), tuple(sorted(self.defines.items())), self.revision)
         got = self._replicas.get(backend)
         if got is not None and got[1] == state:
             return got[0]
         r = got[0] if got is not None else Session(
             backend, cache_dir=str(self.cache.root), cache=self.cache.enabled, options=self.options,
-            defines=self._defines, compiler=self._compiler, threads=self.threads, checked=self.checked,
+            defines=self.defines, compiler=self._compiler, threads=self.threads, checked=self.checked,
             timeout=self.timeout, isolate=self.isolate)
         r._shares_compiler = True
-        if list(r.cells) != [n for n in self._cells if n in r.cells]:  # moved cells: replay from the start
+        if list(r.cells) != [n for n in cells if n in r.cells]:  # moved cells: replay from the start
             for name in reversed(r.cells):
                 r.remove_cell(name)
-        for name in [n for n in r.cells if n not in self._cells]:
+        for name in [n for n in r.cells if n not in cells]:
             r.remove_cell(name)
-        for k, v in self._defines.items():
-            if r._defines.get(k) != v:
+        for k, v in self.defines.items():
+            if r.defines.get(k) != v:
                 r.set_define(k, v)
-        for c in self._cells.values():
-            mine = r._cells.get(c.name)
+        for c in cells.values():
+            mine = r._store.by_name.get(c.name)
             if mine is not None and (mine.source, mine.own_defines, mine.options) == (c.source, c.own_defines, c.options):
                 continue
             try:
@@ -216,4 +314,4 @@ class Session(_Cells, _Variants, _Layouts):
 
     def __repr__(self) -> str:
         return (f"<slang_kernel.Session backend={self.backend.name} ({self.backend.describe()}), "
-                f"{len(self._cells)} cells, {len(self.kernels())} kernels, {len(self.functions())} functions>")
+                f"{len(self.cells)} cells, {len(self.kernels())} kernels, {len(self.functions())} functions>")

@@ -125,9 +125,9 @@ class SlangTorchModule:
                 for mode in ("fwd", "bwd"):
                     wrappers.append(f"[CUDAKernel] void sk_{mode}_{k}({params}) {{ {mode}_diff({k})({call}); }}")
         extra = "\n" + "\n".join(wrappers) + "\n"
-        req = self.session.request("compile", cell=result.name, append=extra, module=self.session.cell(result.name).module,
+        req = self.session.engine.request("compile", cell=result.name, append=extra, module=self.session.cell(result.name).module,
                                    target="cuda")
-        self._compiled = self.session.compile(req)[""]
+        self._compiled = self.session.engine.compile(req)[""]
         self._module: Any = None
         self._functions: dict[str, Any] = {}
 

@@ -35,6 +35,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from . import scanner
 from .compiled import Specialization
 from .compiler.diagnostics import Diagnostic
 
@@ -95,43 +96,6 @@ class EntryDecl:
 
 # -- reading the cell's text ------------------------------------------------------------------------
 
-def _match(text: str, i: int, open_: str, close: str) -> int:
-    """Index just after the bracket matching text[i] (== open_), or -1."""
-    depth = 0
-    for j in range(i, len(text)):
-        c = text[j]
-        if c == open_:
-            depth += 1
-        elif c == close:
-            depth -= 1
-            if depth == 0:
-                return j + 1
-    return -1
-
-
-def _split(text: str) -> list[str]:
-    """Split at top-level commas (not inside <>, (), [] or {})."""
-    out, depth, cur = [], 0, ""
-    for c in text:
-        if c in "<([{":
-            depth += 1
-        elif c in ">)]}":
-            depth -= 1
-        if c == "," and depth == 0:
-            out.append(cur)
-            cur = ""
-        else:
-            cur += c
-    if cur.strip():
-        out.append(cur)
-    return [p.strip() for p in out if p.strip()]
-
-
-def _strip_comments(text: str) -> str:
-    """Comments blanked out (same length, so offsets stay valid)."""
-    return re.sub(r"//[^\n]*|/\*.*?\*/", lambda m: re.sub(r"[^\n]", " ", m.group(0)), text, flags=re.S)
-
-
 def _arg_name(param: str) -> str:
     p = re.sub(r"\[[^\]]*\]", " ", param)        # attributes and array sizes
     p = re.split(r"(?<!:):(?!:)|=", p, maxsplit=1)[0]  # semantic or default value
@@ -141,23 +105,21 @@ def _arg_name(param: str) -> str:
 
 def find_entry(source: str, name: str) -> EntryDecl | None:
     """The declaration of compute entry point `name` in a cell's source (None when not found)."""
-    text = _strip_comments(source)
+    text = scanner.blank(source)
     for m in re.finditer(rf"\bvoid\s+{re.escape(name)}\b\s*", text):
         i = m.end()
         generics: tuple[GenericParam, ...] = ()
         if i < len(text) and text[i] == "<":
-            end = _match(text, i, "<", ">")
+            end = scanner.closing(text, i)
             if end < 0:
                 continue
-            generics = tuple(_generic(g) for g in _split(text[i + 1:end - 1]))
+            generics = tuple(_generic(g) for g in scanner.split_commas(text[i + 1:end - 1]))
             i = end
             while i < len(text) and text[i].isspace():
                 i += 1
         if i >= len(text) or text[i] != "(":
             continue
-        end = _match(text, i, "(", ")")
-        if end < 0:
-            continue
+        end = scanner.closing(text, i)
         rest = text[end:].lstrip()
         if not (rest.startswith("{") or rest.startswith("where")):
             continue  # a call or a forward declaration, not the definition
@@ -181,7 +143,7 @@ def find_entry(source: str, name: str) -> EntryDecl | None:
                 j = s
                 continue
             break
-        args = tuple(_arg_name(p) for p in _split(_strip_comments(params)))
+        args = tuple(_arg_name(p) for p in scanner.split_commas(scanner.blank(params)))
         return EntryDecl(name, source[j:start].strip(), generics, params, args, (j, start))
     return None
 
@@ -199,7 +161,7 @@ def _generic(text: str) -> GenericParam:
 def find_externs(cell: str, source: str) -> dict[str, Extern]:
     """`extern struct` and `extern static const` declarations of one cell, with their text spans."""
     out: dict[str, Extern] = {}
-    text = _strip_comments(source)
+    text = scanner.blank(source)
     for m in _EXTERN_TYPE.finditer(text):
         out[m.group(1)] = Extern(m.group(1), "", (m.group(2) or "").strip(), cell, m.span())
     for m in _EXTERN_CONST.finditer(text):
@@ -213,7 +175,7 @@ _MODIFIERS = {"uniform", "in", "out", "inout", "const", "no_diff", "static"}
 def interface_params(entry: EntryDecl | None, interfaces: frozenset[str]) -> dict[str, str]:
     """Entry-point parameters whose type is an interface (`uniform IFoo q`): name -> interface."""
     out: dict[str, str] = {}
-    for param, name in zip(_split(_strip_comments(entry.params)) if entry else (), entry.arg_names if entry else ()):
+    for param, name in zip(scanner.split_commas(scanner.blank(entry.params)) if entry else (), entry.arg_names if entry else ()):
         p = re.sub(r"\[[^\]]*\]", " ", param)
         p = re.split(r"(?<!:):(?!:)|=", p, maxsplit=1)[0]
         words = [w for w in _IDENT.findall(p) if w not in _MODIFIERS]
@@ -369,7 +331,7 @@ def variant(source: str, entry: EntryDecl, spec: Specialization, externs: Mappin
         return pattern.sub(lambda m: subst[m.group(1)], t) if pattern else t
 
     params = []
-    for param, arg in zip(_split(_strip_comments(entry.params)), entry.arg_names):
+    for param, arg in zip(scanner.split_commas(scanner.blank(entry.params)), entry.arg_names):
         if arg in typed:
             param = re.sub(rf"\b{re.escape(typed[arg])}\b", values[arg], param, count=1)
         params.append(fill(param))

@@ -36,31 +36,21 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequenc
 
 import numpy as np
 
+from . import scanner
 from .backends import Backend
 from .cells import Cell
 from .compiled import CompiledKernel
 from .compiler.diagnostics import SlangCompileError
 from .errors import ParameterError
+from .protocols import DebugService
 
-__all__ = ["DEBUG_THREAD_PARAM", "DebugHost", "ThreadDebug", "debug_dispatch", "instrument"]
+__all__ = ["DEBUG_THREAD_PARAM", "ThreadDebug", "debug_dispatch", "instrument"]
 
 DEBUG_THREAD_PARAM = "sk_debug_thread_"   # the global uniform that picks the thread
 _MARK = "@sk_debug_value"                 # the marked lines debug_value prints
 _MARKED = re.compile(r"\b(printf|debug_value)\s*\(")
 _TAGS = {"int": 1, "uint": 2, "float": 3, "bool": 5}
 _DTYPES = {1: np.int32, 2: np.uint32, 3: np.float32, 5: np.bool_}
-
-
-class DebugHost(Protocol):
-    """What a debug run needs of the session (its public API)."""
-
-    backend: Backend
-
-    def compile_entry(self, name: str, target: str | None = None) -> CompiledKernel: ...
-    def compile_variant(self, name: str, rewrite: Callable[[str], str]) -> CompiledKernel: ...
-    def compile_inline(self, name: str, rewrite: Callable[[str, str], str]) -> CompiledKernel: ...
-    def owner(self, name: str, *, kernel: bool | None = None) -> Cell: ...
-    def closure(self, cells: Iterable[Cell]) -> list[Cell]: ...
 
 
 @dataclass(frozen=True)
@@ -142,48 +132,22 @@ _PRELUDE = (
     + _value_overloads() + "\n")
 
 
-def _skip_literal(src: str, i: int) -> int:
-    """Index after the string/char literal or comment starting at i (i itself if none starts there)."""
-    if src.startswith("//", i):
-        j = src.find("\n", i)
-        return len(src) if j < 0 else j
-    if src.startswith("/*", i):
-        j = src.find("*/", i + 2)
-        return len(src) if j < 0 else j + 2
-    if src[i] in "\"'":
-        q, j = src[i], i + 1
-        while j < len(src) and src[j] != q:
-            j += 2 if src[j] == "\\" else 1
-        return j + 1
-    return i
-
-
 def _close(src: str, i: int) -> int:
     """src[i] is "(": the index of its matching ")" (strings and comments skipped)."""
-    depth = 0
-    while i < len(src):
-        j = _skip_literal(src, i)
-        if j != i:
-            i = j
-            continue
-        c = src[i]
-        if c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
-    raise ValueError("unbalanced parentheses")
+    end = scanner.closing(scanner.blank(src), i)
+    if end > len(src) or src[end - 1] != ")":
+        raise ValueError("unbalanced parentheses")
+    return end - 1
 
 
 def _code_positions(src: str, pattern: re.Pattern[str]) -> Iterator[re.Match[str]]:
-    """Matches of pattern outside comments and string literals."""
+    """Matches of pattern outside comments and string literals (matched on the text itself, so a
+    group may capture a string)."""
+    blanked = scanner.blank(src)
     i = 0
     while i < len(src):
-        j = _skip_literal(src, i)
-        if j != i:
-            i = j
+        if blanked[i] != src[i]:
+            i += 1    # inside a comment or literal
             continue
         m = pattern.match(src, i)
         if m:
@@ -316,7 +280,7 @@ def _decode(lines: Sequence[str], names: Sequence[str]) -> tuple[tuple[str, ...]
     return tuple(printed), values
 
 
-def debug_dispatch(host: DebugHost, name: str, thread: Sequence[int], groups: tuple[int, int, int],
+def debug_dispatch(host: DebugService, name: str, thread: Sequence[int], groups: tuple[int, int, int],
                    params: Mapping[str, Any], threads: Any = None) -> ThreadDebug:
     """Run kernel `name` over `groups` with the instrumented build; what `thread` printed and marked."""
     plain = host.compile_entry(name)

@@ -61,7 +61,9 @@ def test_compare_flags_a_planted_difference(session: sk.Session) -> None:
     assert html.count("class='sk-differs'") == differing >= 1 and "cmp_plant" in html and "nosuch" in html
     assert "DIFFERS" in str(c)
     if importlib.util.find_spec("anywidget") is not None:   # the engine runs without widgets (the GPU machine)
-        view = c.view("o")
+        from slang_kernel.widgets.buffer_view import BufferView
+
+        view = BufferView.of_comparison(c, "o")
         assert type(view).__name__ == "BufferView"
 
     agree = session.compare("cmp_agree", ("cpu", "vulkan"), threads=1000, o=o, x=x, n=1000)

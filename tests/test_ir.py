@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from slang_kernel.compiler.client import CompilerProcess
 from slang_kernel.compiler.diagnostics import SlangCompilerCrash
-from slang_kernel.ir import classify_autodiff, decode_name, parse_ir, split_dump, to_graph
+from slang_kernel.ir import classify_autodiff, decode_name, parse_ir, split_dump
+from slang_kernel.ir_graph import autodiff_links, to_graph
 
 FUZZ_CHARS = "%[](){}:;=,@\"\\ \t\nletblockparamfunc_x5F0123"
 # The seeds' code samples that compile, extracted once from ../shared/seeds (which CI's clean clone
@@ -117,14 +118,14 @@ def test_autodiff_links_and_decorations(irs):
     k = m.function("k")
     assert k.decoration("numThreads") == "64 : Int, 1 : Int, 1 : Int"
     assert k.decoration("entryPoint") is not None
-    links = m.autodiff_links()
+    links = autodiff_links(m)
     assert ("fwdx5Fdiff", "f", "forward") in links
     assert any(dst == "f" and role == "backward" for _, dst, role in links)
     g = to_graph(m, "k")
     labels = {n["label"] for n in g["nodes"]}
     assert {"k", "fwd_diff(f)", "bwd_diff(f)", "f"} <= labels
     m = parse_ir(irs["custom"])
-    links = m.autodiff_links()
+    links = autodiff_links(m)
     assert (m.function("g_fwd").id, m.function("g2").id, "forward") in links  # [ForwardDerivative(g_fwd)]
     copy = next(i for i in m.globals if i.opcode == "FunctionCopy")
     assert copy.operands == (m.function("g_bwd").id,)  # [BackwardDerivative(g_bwd)]

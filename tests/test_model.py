@@ -115,10 +115,10 @@ void computeMain(uint3 t: SV_DispatchThreadID) { outputBuffer[t.x] = bump(t.x); 
 def test_one_builder_for_every_request(cpu_session: sk.Session) -> None:
     s = cpu_session
     s.run_cell("float h(float x) { return N * x; }", name="h", defines={"N": "2"})
-    req = s.request("compile", cell="h", target="cpp")
+    req = s.engine.request("compile", cell="h", target="cpp")
     assert ("N", "2") in req.defines and "-I" in req.options
     assert req.digests == (("h", s.digest("h")),)
-    gen = s.request("compile", source="float k2(float x) { return h(x); }", target="cpp")
+    gen = s.engine.request("compile", source="float k2(float x) { return h(x); }", target="cpp")
     assert gen.deps[0][1] == "h" and gen.chain[-1].source.endswith("float k2(float x) { return h(x); }")
 
 
@@ -314,3 +314,49 @@ public float outer(float x) { return x * 3; }""", name="shapes")
     assert float(s.function("uses_outer")(np.float32(2))) == 6.0
     with pytest.raises(sk.SlangCompileError, match=r"shapes declares a `module`.*`public` before inner"):
         s.run_cell("float uses_inner(float x) { return inner(x); }", name="internal")
+
+
+# The arrows of docs/architecture.md: who may import whom among the session's parts and its views.
+_PARTS = ("slang_kernel.cell_store", "slang_kernel.compile_service", "slang_kernel.kernel_builds",
+          "slang_kernel.checks")
+_VIEWS = ("slang_kernel.kernels", "slang_kernel.autodiff", "slang_kernel.thread_debug", "slang_kernel.compare")
+_FRONT = ("slang_kernel.frontend", "slang_kernel.display", "slang_kernel.magics", "slang_kernel.widgets",
+          "slang_kernel.kernel")
+
+
+def _front(name: str) -> bool:
+    return any(name == f or name.startswith(f + ".") for f in _FRONT)
+
+
+def test_the_architecture_arrows_hold() -> None:
+    graph = _graph()
+
+    def deps(name: str) -> set[str]:
+        return graph[name]
+
+    # the parts never reach up to the façade, the views or a front end
+    for part in _PARTS:
+        bad = {d for d in deps(part) if d == "slang_kernel.session" or _front(d)
+               or (d in _VIEWS and part != "slang_kernel.kernel_builds")}
+        assert not bad, f"{part} imports {bad}"
+    # the cell store compiles nothing; the compile service builds no kernel and runs no cell
+    assert not deps("slang_kernel.cell_store") & {"slang_kernel.compile_service", "slang_kernel.compiler.client",
+                                                  "slang_kernel.kernel_builds", "slang_kernel.checks"}
+    assert not deps("slang_kernel.compile_service") & {"slang_kernel.kernel_builds", "slang_kernel.checks"}
+    # views get a narrow service (protocols), never the Session or its parts
+    for view in _VIEWS:
+        bad = {d for d in deps(view) if d in ("slang_kernel.session", *_PARTS) or _front(d)}
+        assert not bad, f"{view} imports {bad}"
+    # the engine imports no front end (widgets, magics, the Jupyter kernel, the notebook controller)
+    engine = [n for n in graph if n.startswith("slang_kernel.") and not _front(n)
+              and n not in ("slang_kernel", "slang_kernel.__main__")]
+    for name in engine:
+        bad = {d for d in deps(name) if _front(d)}
+        assert not bad, f"{name} (engine) imports the front end {bad}"
+    # the live view follows a kernel through the public API (the package's names, ComputeKernel's
+    # methods) and the Playground's image helpers, never backends, reflection or the session's parts
+    live = {d for d in deps("slang_kernel.widgets.live_kernel") if not d.startswith("slang_kernel.widgets")}
+    assert live <= {"slang_kernel", "slang_kernel.playground"}, live
+    # the protocols are the views' only type of their host
+    assert "slang_kernel.protocols" in deps("slang_kernel.kernels") and "slang_kernel.protocols" in deps(
+        "slang_kernel.autodiff")

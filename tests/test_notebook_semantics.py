@@ -186,3 +186,15 @@ def test_slang_diagnostics_corpus_leaves_the_session_working(tmp_path: Path) -> 
         assert s.cell(r.name).imports == ()
         assert {p.name for p in s.kernel("diagCheckMain").params} == {"o"}
         assert run(s, "diagCheckMain") == [1.0, 3.0, 5.0, 7.0]
+
+
+def test_a_kernel_redeclared_in_a_cell_that_imports_the_earlier_one(cpu_session: sk.Session) -> None:
+    """Two Playground demos both named `printMain`, the second using an extension method of the first
+    (so it imports that cell): the earlier kernel is hidden, entry-point lookup included."""
+    s = cpu_session
+    s.run_cell("interface IMyPrintable { int twice(); }\n"
+               "extension int : IMyPrintable { int twice() { return this * 2; } }\n"
+               + KERNEL.format(name="printMain", expr="1"), name="variadic")
+    r = s.run_cell(KERNEL.format(name="printMain", expr="int(tid.x).twice()"), name="atomics")
+    assert s.cell("atomics").imports == ("variadic",) and r.shadows == (("printMain", "variadic"),)
+    assert run(s, "printMain") == [0.0, 2.0, 4.0, 6.0]

@@ -222,7 +222,12 @@ class ControlSpec(TypedDict, total=False):
 # ---------------------------------------------------------------- IRGraph (data: slang_kernel.gradients)
 
 
-class IRInstData(TypedDict):
+class _IRInstNames(TypedDict, total=False):
+    raw_text: str        # the IR text as printed, where `text` demangled a generated name
+    callee_label: str    # the callee as the user wrote it: fwd_diff(f), bwd_diff(f) context ...
+
+
+class IRInstData(_IRInstNames):
     """One instruction: ``loc`` is [line in the cell, column] (``-g`` IR), ``ops`` operand ids."""
 
     id: str
@@ -247,6 +252,7 @@ class IRBlockData(TypedDict):
 class IRFunctionData(TypedDict):
     id: str
     name: str
+    label: str           # what the name means: fwd_diff(f), bwd_diff(f) propagate ... (slang_kernel.ir.demangle)
     role: str | None     # forward / backward_primal / backward_propagate / ... for s_fwd_* etc.
     primal: str | None   # name of the function it differentiates
     user: bool           # from the cell (has source locations) or autodiff-generated

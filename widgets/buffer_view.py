@@ -190,6 +190,13 @@ class BufferView(HtmlFallback, anywidget.AnyWidget):
         self.observe(self._on_view_change, names=["mode", "column"])
         self.on_msg(self._on_msg)
 
+    @classmethod
+    def of_comparison(cls, comparison: Any, buffer: str, backend: str | None = None) -> "BufferView":
+        """backend's result of `buffer` in a `Session.compare` Comparison, the elements that differ
+        from the reference's marked (exact comparison); its table pages to them."""
+        reference, result = comparison.pair(buffer, backend)
+        return cls(result, compare=reference, rtol=0.0, atol=0.0)
+
     # ---- data
 
     @property

@@ -26,6 +26,7 @@ function textWidth(s) {
 
 function num(v) {
   if (v === null || v === undefined) return "—";
+  if (typeof v === "string") return v;   // "nan", "inf", "-inf" (JSON has no such numbers)
   if (!Number.isFinite(v)) return String(v);
   const a = Math.abs(v);
   return a !== 0 && (a < 1e-3 || a >= 1e5) ? v.toExponential(3) : String(Number(v.toPrecision(5)));
@@ -156,6 +157,8 @@ function render({ model, el: host }) {
       const inp = n.param !== undefined ? inputs[n.param] : undefined;
       if (inp) { lines[0] = `${inp.name}: ${inp.type}`; lines.push(`value ${show(inp.value)}`); if (inp.kind === "diff") lines.push(`∂ ${show(inp.bwd)}`); if (inp.ok === false) lines.push(`fd ${show(inp.numeric)}`); }
       if ((n.marks || []).includes("output") && rep.result !== undefined) lines.push(`= ${show(rep.result)}`);
+      const nf = gd.first_nonfinite;
+      if (nf && nf.node === n.id) lines.push(`${nf.kind} starts here (its ${nf.what})`);
       const w = Math.max(...lines.map(textWidth)) * 1.06 + 16;  // a little slack for font fallbacks
       g.setNode(n.id, { width: w, height: 8 + 14 * lines.length, n, lines, inp });
     }
@@ -180,10 +183,14 @@ function render({ model, el: host }) {
       sv("rect", { width: d.width, height: d.height, rx: 4 }, grp);
       const nv = (gd.values || {})[n.id];
       if (nv && nv.bad) grp.classList.add("sk-gf-n-wrong");
+      if (gd.first_nonfinite && gd.first_nonfinite.node === n.id) {   // where a NaN/Inf starts (slang_kernel.gradients.first_nonfinite_node)
+        grp.classList.add("sk-gf-n-nonfinite");
+      }
       grp.dataset.node = n.id;
       d.lines.forEach((l, k) => sv("text", { x: 8, y: 15 + 14 * k }, grp, l));
       grp.addEventListener("click", () => { showNode(gd, n, d); selectNode(id); });
     }
+    root.dataset.firstNonfinite = gd.first_nonfinite ? gd.first_nonfinite.node : "";
     const out = g.nodes().map((id) => g.node(id)).find((d) => (d.n.marks || []).includes("output"));
     info.innerHTML = "";
     el("div", "sk-gf-hint", info, "Click a node to see its value and its derivative at these inputs.");

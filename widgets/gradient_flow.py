@@ -114,6 +114,7 @@ class GradientFlow(HtmlFallback, anywidget.AnyWidget):
             g = flow_graph(fn.session, fn.name, views)
             vals = flow_values(fn, *args, grad_out=grad_out, views=views, graph=g, rtol=rtol, atol=atol)
             g["values"], g["values_note"] = vals["nodes"], vals["note"]
+            g["first_nonfinite"] = vals.get("first_nonfinite")
         return cls(rep, g, **kwargs)
 
     def node(self, node_id: str) -> dict[str, Any]:
@@ -124,6 +125,13 @@ class GradientFlow(HtmlFallback, anywidget.AnyWidget):
             raise KeyError(f"no node {node_id!r} in the graph of {self.graph.get('function')}; "
                            f"nodes: {', '.join(nodes)}")
         return {**nodes[node_id], **self.graph.get("values", {}).get(node_id, {})}
+
+    @property
+    def first_nonfinite(self) -> dict[str, str] | None:
+        """Where a NaN/Inf starts in the graph (marked there): {"node", "what": "value" or
+        "derivative", "kind": "NaN" or "inf"}, or None when every value and derivative is finite."""
+        got = self.graph.get("first_nonfinite")
+        return dict(got) if got else None
 
     @property
     def bad_nodes(self) -> list[str]:

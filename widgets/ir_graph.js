@@ -27,12 +27,15 @@ const ROLE_COLOR = {
 };
 
 const clip = (s, n) => (s.length > n ? s.slice(0, n - 1) + "…" : s);
+// a function as the user wrote it (`bwd_diff(f) context` for the generated s_bwdCallableCtx_f); the
+// IR's own name is the hover text
+const fname = (f) => (f && (f.label || f.name)) || "";
 const roleColor = (f) => ROLE_COLOR[(f && f.role) || "primal"] || "#3b6fb6";
 
 function instLabel(i) {
   const name = i.name || (/^\d+$/.test(i.id) ? "%" + i.id : i.id);
   if (i.op === "param") return `${name}: ${i.type || ""}`;
-  if (i.op === "call" && i.callee) return `${name} = call ${i.callee}`;
+  if (i.op === "call" && i.callee) return `${name} = call ${i.callee_label || i.callee}`;
   return i.type ? `${name} = ${i.op}` : i.op;
 }
 function instRow(i) {  // one line of a block box: the IR text without the leading `let`
@@ -90,8 +93,9 @@ function render({ model, el: host }) {
 
   const collapsed = new Set();
   let tf = { x: 10, y: 10, k: 1 }, extent = { w: 1, h: 1 }, fitted = false;
-  let matchables = [], matches = [], matchIdx = -1;
+  let matchables = [];
   let instEls = new Map();  // "view|fn|inst" -> [elements]
+  let fnEls = new Map();    // "view|fn" -> the element that shows a function (column title, module node)
   let srcLines = [];
 
   const data = () => model.get("data") || {};
@@ -166,9 +170,9 @@ function render({ model, el: host }) {
     for (const [vid, fid] of rel) {
       const f = fnOf(viewOf(vid), fid);
       if (!f) continue;
-      const b = el("button", "sk-irg-chip", chips, f.name);
+      const b = el("button", "sk-irg-chip", chips, fname(f));
       b.style.borderColor = roleColor(f);
-      b.title = `${f.role || "primal"} · ${f.n_insts} instructions`;
+      b.title = `${f.name} · ${f.role || "primal"} · ${f.n_insts} instructions`;
       b.dataset.view = vid; b.dataset.fn = fid;
       b.classList.toggle("sk-on", vid === model.get("view") && fid === model.get("function") && model.get("columns") === "single");
       b.onclick = () => goTo(vid, fid);
@@ -187,8 +191,8 @@ function render({ model, el: host }) {
     if (!v) return;
     const fns = v.functions.filter((f) => f.user || libCheck.checked);
     for (const f of fns) {
-      const o = el("option", "", fnSel, `${f.name} (${f.n_insts})${f.role ? " [" + f.role + "]" : ""}`);
-      o.value = f.id;
+      const o = el("option", "", fnSel, `${fname(f)} (${f.n_insts})${f.role ? " [" + f.role + "]" : ""}`);
+      o.value = f.id; o.title = f.name;
     }
     fnSel.value = model.get("function");
   }
@@ -227,7 +231,7 @@ function render({ model, el: host }) {
     const shown = v.functions.filter((f) => f.user || libCheck.checked);
     const ids = new Set(shown.map((f) => f.id));
     for (const f of shown) {
-      const label = `${f.name}  (${f.n_insts})`;
+      const label = `${fname(f)}  (${f.n_insts})`;
       g.setNode(f.id, { width: Math.min(MAXCH, label.length) * CH + 18, height: 26, fn: f, label });
     }
     v.edges.forEach((e, k) => {
@@ -317,7 +321,9 @@ function render({ model, el: host }) {
         const grp = sv("g", { class: "sk-irg-fnnode", transform: `translate(${x0},${y0})` }, layer);
         sv("rect", { width: n.width, height: n.height, rx: 5, fill: "#fff", stroke: roleColor(n.fn), "stroke-width": 2 }, grp);
         sv("text", { x: 8, y: 17, class: "sk-irg-fntext" }, grp, n.label);
+        sv("title", {}, grp, n.fn.name);
         grp.dataset.fn = n.fn.id;
+        fnEls.set(`${vid}|${n.fn.id}`, grp);
         grp.addEventListener("dblclick", () => {
           model.set("function", n.fn.id); model.set("mode", "blocks"); model.set("columns", "single"); model.save_changes();
         });
@@ -338,6 +344,7 @@ function render({ model, el: host }) {
         sv("rect", { width: n.width, height: n.height, rx: 4 }, grp);
         sv("text", { x: 7, y: 14 }, grp, n.label);
         grp.dataset.inst = i.id;
+        sv("title", {}, grp, i.raw_text || i.text);
         grp.addEventListener("click", () => { if (!dragged) select(vid, f.id, i.id, true); });
         addInstEl(vid, f.id, i.id, grp);
         matchables.push({ el: grp, text: `${(i.name || "").toLowerCase()} %${i.id} ${i.op.toLowerCase()} ${(i.callee || "").toLowerCase()}`, x: n.x, y: n.y, layer });
@@ -365,6 +372,7 @@ function render({ model, el: host }) {
         sv("rect", { x: 2, y: 0, width: n.width - 4, height: ROW }, rg);
         sv("text", { x: 8, y: 11 }, rg, row);
         rg.dataset.inst = i.id;
+        sv("title", {}, rg, i.raw_text || i.text);
         rg.addEventListener("click", () => { if (!dragged) select(vid, f.id, i.id, true); });
         addInstEl(vid, f.id, i.id, rg);
         matchables.push({ el: rg, text: `${(i.name || "").toLowerCase()} %${i.id} ${i.op.toLowerCase()} ${(i.callee || "").toLowerCase()}`,
@@ -377,7 +385,7 @@ function render({ model, el: host }) {
     CH = measureCh();
     const t0 = performance.now();
     scene.innerHTML = "";
-    matchables = []; instEls = new Map();
+    matchables = []; instEls = new Map(); fnEls = new Map();
     const mode = model.get("mode");
     for (const m in modeBtn) modeBtn[m].classList.toggle("sk-on", m === mode);
     colSel.value = model.get("columns");
@@ -400,9 +408,9 @@ function render({ model, el: host }) {
       const gi = g.graph();
       const layer = sv("g", { transform: `translate(${xoff},28)`, class: "sk-irg-col" }, scene);
       layer.dataset.view = vid; if (f) layer.dataset.fn = f.id;
-      const title = mode === "module" ? v.title : `${f.name}${f.role ? " [" + f.role + "]" : ""} — ${v.title}`;
+      const title = mode === "module" ? v.title : `${fname(f)}${f.role ? " [" + f.role + "]" : ""} — ${v.title}`;
       const tt = sv("text", { x: xoff + 4, y: 16, class: "sk-irg-coltitle", fill: roleColor(f) }, scene, title);
-      if (f) tt.addEventListener("click", () => showFunction(vid, f));
+      if (f) { tt.addEventListener("click", () => showFunction(vid, f)); sv("title", {}, tt, f.name); fnEls.set(`${vid}|${f.id}`, tt); }
       for (const m of matchables) if (!m.layer) m.layer = layer;
       drawColumn(vid, f, g, layer);
       for (const m of matchables) if (m.layer === layer) { m.x += xoff; m.y += 28; m.layer = true; }
@@ -423,8 +431,8 @@ function render({ model, el: host }) {
     model.save_changes();
     if (!fitted) { fit(); fitted = true; }
     fillChips();
-    applySearch(false);
-    if (pendingHit && shown(pendingHit)) { const h = pendingHit; pendingHit = null; focusHit(h); applySearch(false); }
+    if (pendingHit && drawnEl(pendingHit)) { const h = pendingHit; pendingHit = null; focusHit(h); }
+    markHits();
     applySelection(false);
   }
 
@@ -452,62 +460,95 @@ function render({ model, el: host }) {
     tf.x = W / 2 - m.x * tf.k; tf.y = H / 2 - m.y * tf.k; moved = true; applyTf();
   }
   // The search runs over the graph data of every view and function (IRGraph.search in Python: the
-  // same rule), not only over what is drawn; a hit in another function switches to it.
+  // same rule and the same order), not only over what is drawn. The hits keep that order while the
+  // query stays, so stepping visits each one once, in order, wrapping; a hit in a function not shown
+  // switches to it (its block opened, the blocks level for an instruction), and every hit drawn is
+  // highlighted wherever it is.
   function instHit(i, q) {
     const id = String(i.id).toLowerCase();
     return (i.name || "").toLowerCase().includes(q) || q === id || q === "%" + id
-      || (i.callee || "").toLowerCase().includes(q) || i.op.toLowerCase().includes(q);
+      || (i.callee || "").toLowerCase().includes(q) || (i.callee_label || "").toLowerCase().includes(q)
+      || i.op.toLowerCase().includes(q);
   }
+  const fnHit = (f, q) => f.name.toLowerCase().includes(q) || (f.label || "").toLowerCase().includes(q);
   function dataHits(q) {
     const out = [];
     if (!q) return out;
     for (const v of data().views || []) for (const f of v.functions) {
-      if (f.name.toLowerCase().includes(q)) out.push({ view: v.id, fn: f.id, inst: null });
+      if (fnHit(f, q)) out.push({ view: v.id, fn: f.id, inst: null });
       for (const b of f.blocks) for (const i of b.insts) if (instHit(i, q)) out.push({ view: v.id, fn: f.id, inst: i.id });
     }
     return out;
   }
-  let allHits = [], hitIdx = -1, pendingHit = null;
+  let allHits = [], hitIdx = -1, hitQuery = null, pendingHit = null;
   function shown(h) { return columns().some(([vid, fid]) => vid === h.view && (fid === h.fn || fid === null)); }
-  function applySearch(jump, step = 1) {
+  function refreshHits() {
     const q = search.value.trim().toLowerCase();
-    for (const m of matchables) m.el.classList.remove("sk-irg-match", "sk-irg-current");
-    matches = q ? matchables.filter((m) => m.text.includes(q)) : [];
-    for (const m of matches) m.el.classList.add("sk-irg-match");
-    const all = dataHits(q);  // hits in what is shown first, then the rest in data order
-    allHits = [...all.filter(shown), ...all.filter((h) => !shown(h))];
-    if (jump && allHits.length) {
-      hitIdx = (hitIdx + step + allHits.length) % allHits.length;
-      const h = allHits[hitIdx];
-      if (!shown(h)) { pendingHit = h; goTo(h.view, h.fn); return; }  // draw() comes back here
-      focusHit(h);
+    if (q !== hitQuery) { hitQuery = q; allHits = dataHits(q); hitIdx = -1; }
+  }
+  function drawnEl(h) {
+    if (h.inst === null) return fnEls.get(`${h.view}|${h.fn}`) || null;
+    return (instEls.get(`${h.view}|${h.fn}|${h.inst}`) || [])[0] || null;
+  }
+  function markHits() {
+    refreshHits();
+    for (const e of scene.querySelectorAll(".sk-irg-match, .sk-irg-current")) e.classList.remove("sk-irg-match", "sk-irg-current");
+    let drawn = 0;
+    for (const h of allHits) {
+      const e = drawnEl(h);
+      if (e) { e.classList.add("sk-irg-match"); drawn++; }
     }
-    hits.textContent = q ? `${allHits.length} hit${allHits.length === 1 ? "" : "s"}` +
-      (hitIdx >= 0 && allHits.length ? ` (${hitIdx + 1}/${allHits.length})` : "") : "";
-    root.dataset.hits = String(allHits.length);
-    root.dataset.hitsShown = String(matches.length);
+    const cur = hitIdx >= 0 ? drawnEl(allHits[hitIdx]) : null;
+    if (cur) cur.classList.add("sk-irg-current");
+    const n = allHits.length;
+    hits.textContent = hitQuery ? `${n} hit${n === 1 ? "" : "s"}` + (hitIdx >= 0 && n ? ` (${hitIdx + 1}/${n})` : "") : "";
+    root.dataset.hits = String(n);
+    root.dataset.hitsShown = String(drawn);
+    root.dataset.hitIndex = String(hitIdx);
+  }
+  function step(d) {
+    refreshHits();
+    if (allHits.length) {
+      hitIdx = hitIdx < 0 ? (d > 0 ? 0 : allHits.length - 1) : (hitIdx + d + allHits.length) % allHits.length;
+      reveal(allHits[hitIdx]);
+    }
+    markHits();
+  }
+  function reveal(h) {
+    pendingHit = h;
+    let redraw = false;
+    if (h.inst !== null) {  // its block open
+      const f = fnOf(viewOf(h.view), h.fn);
+      const b = f && f.blocks.find((x) => x.insts.some((i) => i.id === h.inst));
+      const key = b ? `${h.view}|${h.fn}|${b.label}` : "";
+      if (collapsed.delete(key)) redraw = true;
+    }
+    if (!shown(h) || (h.inst !== null && model.get("mode") === "module")) goTo(h.view, h.fn);   // draws (change events)
+    else if (redraw) draw();
+    if (pendingHit) { pendingHit = null; focusHit(h); }   // drawn already, or nothing more would draw it
   }
   function focusHit(h) {
     const f = fnOf(viewOf(h.view), h.fn);
-    let m = null;
-    if (h.inst !== null) {
-      const els = instEls.get(`${h.view}|${h.fn}|${h.inst}`) || [];
-      m = matchables.find((x) => els.includes(x.el));
-      if (f) select(h.view, h.fn, h.inst, false);
-    } else if (f) showFunction(h.view, f);
-    if (m) { m.el.classList.add("sk-irg-current"); centerOn(m); }
+    const e = drawnEl(h);
+    if (h.inst !== null) { if (f) select(h.view, h.fn, h.inst, false); }
+    else if (f) showFunction(h.view, f);
+    const m = e && matchables.find((x) => x.el === e);
+    if (m) centerOn(m);
+    else if (e && e.parentNode === scene) { const b = e.getBBox(); centerOn({ x: b.x + b.width / 2, y: b.y + b.height / 2 }); }
     root.dataset.current = `${h.view}|${h.fn}|${h.inst || ""}`;
   }
-  search.addEventListener("input", () => { hitIdx = -1; applySearch(false); });
-  search.addEventListener("keydown", (e) => { if (e.key === "Enter") { e.preventDefault(); applySearch(true, e.shiftKey ? -1 : 1); } });
-  nextBtn.onclick = () => applySearch(true, 1);
-  prevBtn.onclick = () => applySearch(true, -1);
+  search.addEventListener("input", () => { markHits(); });
+  search.addEventListener("keydown", (e) => { if (e.key === "Enter") { e.preventDefault(); step(e.shiftKey ? -1 : 1); } });
+  nextBtn.onclick = () => step(1);
+  prevBtn.onclick = () => step(-1);
 
   // -- selection and source ---------------------------------------------------------------------
   function showFunction(vid, f) {
     const v = viewOf(vid);
     detail.innerHTML = "";
-    el("div", "sk-irg-dtitle", detail, `${f.name}${f.role ? " — " + f.role + " of " + f.primal : ""}`);
+    const t = el("div", "sk-irg-dtitle", detail, `${fname(f)}${f.role ? " — " + f.role + " of " + f.primal : ""}`);
+    t.title = f.name;
+    root.dataset.detailFn = `${vid}|${f.id}`;
     el("div", "", detail, `${v.title} · ${f.blocks.length} blocks · ${f.n_insts} instructions`);
     if (f.decorations.length) el("div", "sk-irg-deco", detail, f.decorations.join(", "));
   }
@@ -520,8 +561,9 @@ function render({ model, el: host }) {
     const sel = { view: vid, function: fid, inst: iid, text: i.text, line };
     if (fromClick) { model.set("selected", sel); model.save_changes(); }
     detail.innerHTML = "";
-    el("div", "sk-irg-dtitle", detail, `${f.name} · %${block.label}`);
-    el("pre", "sk-irg-itext", detail, i.text);
+    el("div", "sk-irg-dtitle", detail, `${fname(f)} · %${block.label}`).title = f.name;
+    el("pre", "sk-irg-itext", detail, i.text).title = i.raw_text || i.text;
+    root.dataset.detailFn = `${vid}|${fid}`;
     if (i.type) el("div", "", detail, `type: ${i.type}`);
     if (i.nodiff) el("div", "sk-irg-flag", detail, "no_diff / treat-as-differentiable call");
     el("div", "sk-irg-loc", detail, line ? `${data().cell} line ${line}, column ${i.loc[1]}` : "no source location (generated or library code)");
@@ -544,13 +586,21 @@ function render({ model, el: host }) {
     }
   }
 
+  function followDetail() {  // the detail panel shows a function that is on screen, never the previous one
+    const cols = columns();
+    if (cols.some(([vid, fid]) => `${vid}|${fid}` === root.dataset.detailFn)) return;
+    const [vid, fid] = cols[0] || [];
+    const f = fnOf(viewOf(vid), fid || model.get("function"));
+    if (f) showFunction(vid, f);
+  }
+
   // -- model wiring -----------------------------------------------------------------------------
   function sizeUp() { main.style.height = model.get("height") + "px"; }
   sizeUp();
   fillViews(); fillFunctions(); draw();
   model.on("change:data", () => { fillViews(); fillFunctions(); fitted = false; draw(); });
-  model.on("change:view", () => { viewSel.value = model.get("view"); fillFunctions(); fitted = false; draw(); });
-  model.on("change:function", () => { fnSel.value = model.get("function"); fitted = false; draw(); });
+  model.on("change:view", () => { viewSel.value = model.get("view"); fillFunctions(); fitted = false; draw(); followDetail(); });
+  model.on("change:function", () => { fnSel.value = model.get("function"); fitted = false; draw(); followDetail(); });
   model.on("change:mode", () => { fitted = false; draw(); });
   model.on("change:columns", () => { fitted = false; draw(); });
   model.on("change:height", () => { sizeUp(); fit(); });

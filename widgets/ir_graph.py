@@ -76,21 +76,24 @@ class IRGraph(HtmlFallback, anywidget.AnyWidget):
         return [(v, f, i) for v, f, i in self.search(text) if i is not None]
 
     def search(self, text: str) -> list[tuple[str, str, str | None]]:
-        """What the browser's search box finds, in its order: per view and function, the function
-        itself when its name contains `text` (instruction None), then its instructions as `find`."""
+        """What the browser's search box finds, in its order (which stepping with Enter / the arrows
+        follows, each hit once, wrapping): per view and function, the function itself when its name or
+        its demangled label contains `text` (instruction None), then its instructions as `find` (the
+        callee's label counts too)."""
         text = text.strip().lower()
         out: list[tuple[str, str, str | None]] = []
         if not text:
             return out
         for v in self.data.get("views", []):
             for f in v["functions"]:
-                if text in f["name"].lower():
+                if text in f["name"].lower() or text in (f.get("label") or "").lower():
                     out.append((v["id"], f["id"], None))
                 for b in f["blocks"]:
                     for i in b["insts"]:
                         ident = str(i["id"]).lower()
                         if text in (i.get("name") or "").lower() or text in (ident, "%" + ident) \
-                                or text in (i.get("callee") or "").lower() or text in i["op"].lower():
+                                or text in (i.get("callee") or "").lower() or text in (i.get("callee_label") or "").lower() \
+                                or text in i["op"].lower():
                             out.append((v["id"], f["id"], i["id"]))
         return out
 

@@ -17,30 +17,16 @@ printf and marked values), shown beside the image (Alt+click when a Mouse contro
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Protocol, cast
+from typing import Any, Mapping
 
 import numpy as np
 
-from ..backends import Backend, textures
-from ..compiled import CompiledKernel
-from ..compiler.diagnostics import SlangCompileError
-from ..compiler.reflection import ParamInfo, TypeInfo
-from ..kernels import ComputeKernel, groups_for
-from ..playground import dispatch, last_good_message, to_rgba8
-from ..playground_resources import texel
+from .. import CompiledKernel, ComputeKernel, SlangCompileError
+from ..playground import last_good_message, to_rgba8
 from .controls import Control
 from .image_view import LiveImage
 
 __all__ = ["KernelFollower", "LiveKernelImage", "live"]
-
-
-class _Host(Protocol):
-    """What following a kernel needs of its session (the Session's public API)."""
-
-    backend: Backend
-    revision: int
-
-    def failure(self, name: str) -> SlangCompileError | None: ...
 
 
 class KernelFollower:
@@ -50,13 +36,13 @@ class KernelFollower:
 
     def __init__(self, kernel: ComputeKernel) -> None:
         self.kernel = kernel
-        self.session = cast(_Host, kernel.session)
+        self.session = kernel.session   # its service: backend, revision, failure
         self.good: CompiledKernel = kernel.compiled()   # nothing to show without one good revision
         self.error: str | None = None
         self._stuck: str | None = None                    # why the current revision is not the one run
         self._failed: tuple[BaseException | None, str] = (None, "")
         self._next: CompiledKernel | None = None          # a newer revision, not dispatched yet
-        self._seen: tuple[int, Backend] = (self.session.revision, self.session.backend)
+        self._seen: tuple[int, Any] = (self.session.revision, self.session.backend)
 
     def current(self) -> CompiledKernel:
         """What the next frame dispatches."""
@@ -102,7 +88,7 @@ class LiveKernelImage(LiveImage):
     follower: KernelFollower | None = None
 
 
-def _bind_value(t: TypeInfo | None, v: Any) -> Any:
+def _bind_value(t: Any, v: Any) -> Any:
     """A control's value as the uniform's type wants it (ints for int uniforms, float arrays for vectors)."""
     if isinstance(v, (tuple, list)):
         return np.asarray(v, np.float32)
@@ -125,7 +111,7 @@ def _frame_of(img: Any, rgba8: bool) -> np.ndarray:
     return to_rgba8(out) if rgba8 and np.asarray(out).dtype.kind == "f" else np.array(out, copy=True)
 
 
-def _params(ck: CompiledKernel) -> dict[str, ParamInfo]:
+def _params(ck: CompiledKernel) -> dict[str, Any]:
     return {p.name: p for p in (*ck.entry_point.uniforms, *ck.reflection.globals)}
 
 
@@ -151,35 +137,32 @@ def live(kernel: ComputeKernel, image: str = "outputTexture", controls: Mapping[
     fixed = dict(values or {})
     if image not in params:
         raise KeyError(f"{kernel.name} has no parameter {image!r}; its parameters: {', '.join(params)}")
-    own: tuple[int, int, int] | None = None   # (h, w, channels) of a texture made here, per backend
-    made_on: list[Backend] = []
+    own: tuple[int, int] | None = None   # (w, h) of a texture made here, per backend
+    made_on: list[Any] = []
     if image not in fixed:
         pt = params[image].type
         if not pt.is_texture:
             raise TypeError(f"{image} is {pt.name}: pass its array in values= (or name a texture parameter)")
-        w, h = size or (512, 512)
-        texel_dtype, channels = texel(pt)   # reflection names a texture's texel type only as text
-        own = (h, w, channels)
+        own = size or (512, 512)
 
-    def texture(backend: Backend) -> Any:
+    def texture(backend: Any) -> Any:
         assert own is not None
-        arr = np.zeros(own, texel_dtype)
         made_on[:] = [backend]
-        return textures(backend).texture(arr) if "textures" in backend.capabilities else arr
+        return kernel.new_texture(image, *own)
 
     if own is not None:
         fixed[image] = texture(session.backend)
     shape = fixed[image].shape
     if threads is None and groups is None:
         threads = (shape[1], shape[0], 1)
-    known: dict[str, dict[str, ParamInfo]] = {follower.good.key: params}
+    known: dict[str, dict[str, Any]] = {follower.good.key: params}
 
-    def run(ck: CompiledKernel, vals: Mapping[str, Any], backend: Backend) -> None:
+    def run(ck: CompiledKernel, vals: Mapping[str, Any]) -> None:
         p = known.get(ck.key) or known.setdefault(ck.key, _params(ck))
         args = dict(fixed)
         for n, v in vals.items():
             args[n] = _bind_value(p[n].type if n in p else None, v)
-        dispatch(backend, ck, groups_for(ck.entry_point, threads, groups), args)
+        kernel.run_build(ck, threads=threads, groups=groups, **args)
 
     def render(vals: dict[str, Any]) -> np.ndarray:
         backend = session.backend
@@ -187,12 +170,12 @@ def live(kernel: ComputeKernel, image: str = "outputTexture", controls: Mapping[
             fixed[image] = texture(backend)
         ck = follower.current()
         try:
-            run(ck, vals, backend)
+            run(ck, vals)
         except TypeError as exc:   # ParameterError too: a newer revision wants other parameters
             if ck is follower.good:
                 raise
             follower.refused(ck, exc)
-            run(follower.good, vals, backend)
+            run(follower.good, vals)
         else:
             follower.took(ck)
         return _frame_of(fixed[image], rgba8)

@@ -19,14 +19,15 @@ from ..errors import BackendUnavailable
 
 __all__ = ["CAPABILITIES", "Backend", "BackendConfig", "BackendUnavailable", "DeviceBuffers", "SharedArrays",
            "Textures", "available_backends", "create_backend", "device_buffers", "register_backend", "shared_arrays",
-           "textures", "timing", "DispatchTiming", "Timing", "KernelPaths", "kernel_paths"]
+           "textures", "timing", "DispatchTiming", "Timing", "KernelPaths", "kernel_paths", "Replay", "ReplayStep",
+           "replay"]
 
 # What a backend offers beyond dispatch, by name; each is a protocol below that the backend then
 # satisfies (`device_buffers(backend)` and friends check and narrow). Without "textures", texture
 # parameters are (H, W, C) numpy arrays; without "device_buffers", buffers are the arrays themselves;
 # "type_conformances": a backend that builds from Slang source links `type_conformances=` itself.
 CAPABILITIES = frozenset({"kernel_paths", "device_buffers", "textures", "shared_arrays", "timing",
-                          "type_conformances"})
+                          "type_conformances", "replay"})
 
 
 class DeviceBuffers(Protocol):
@@ -68,6 +69,29 @@ class Timing(Protocol):
 
     def dispatch_timed(self, kernel: CompiledKernel, groups: tuple[int, int, int],
                        values: Mapping[str, Any]) -> DispatchTiming: ...
+
+
+class ReplayStep(Protocol):
+    """A step's launches bound once (slang_kernel.steps.Step); `run(times)` replays them in order."""
+
+    mode: str
+
+    def run(self, times: int) -> None: ...
+
+
+class Replay(Protocol):
+    """"replay": launches bound once and replayed without binding them again (CUDA graphs, one
+    command buffer per call on Vulkan). `launches`: (kernel, groups, values) in order. None: dispatch
+    them one by one here (a checked session checks every dispatch)."""
+
+    def prepare_step(self, launches: list[tuple[CompiledKernel, tuple[int, int, int], Mapping[str, Any]]]
+                     ) -> ReplayStep | None: ...
+
+
+def replay(backend: "Backend") -> Replay:
+    """The backend as Replay; a clear error when it does not state "replay"."""
+    _require(backend, "replay")
+    return cast(Replay, backend)
 
 
 class KernelPaths(Protocol):

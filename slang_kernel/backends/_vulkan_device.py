@@ -30,12 +30,15 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..compiler.reflection import ParamInfo, TypeInfo
+from ..compiler.reflection import TypeInfo
 from . import BackendConfig, DispatchTiming
 from ..compiled import CompiledKernel, ModuleSource
 from ..errors import BackendUnavailable, VulkanCompileError
 from .packing import ParameterError, describe
+from ._bounds_slang import Checked, dispatch_checked, is_variant, with_variants
 from ._vulkan_binding import _Binder
+from ._vulkan_prepared import (F_BUF, F_FLOAT, F_INT, F_TEX, MISSING, SET0_ANCHOR, Prepared, cursor as cursor_of,
+                               fast_kind, needs_set0_anchor, write_changed)
 from ._vulkan_objects import VulkanBuffer, VulkanTexture, _writable_bytes
 from ._wait import wait_polled
 from .printing import rewrite_printf, uses_printf
@@ -84,7 +87,7 @@ class VulkanBackend:
     name = "vulkan"
     target = "spirv"
 
-    capabilities = frozenset({"device_buffers", "textures", "timing", "type_conformances"})
+    capabilities = frozenset({"device_buffers", "textures", "timing", "type_conformances", "replay"})
 
     def __init__(self, config: BackendConfig | None = None) -> None:
         try:
@@ -95,6 +98,7 @@ class VulkanBackend:
         self.config = config or BackendConfig()
         self._lock = threading.RLock()
         self._timestamp_pool: tuple[Any, Any] | None = None   # (device, its timestamp QueryPool or None)
+        self._checked: dict[str, Checked] = {}   # Session(checked=True): kernel key -> its variant (_bounds_slang)
         self._open()
 
     def _open(self) -> None:
@@ -119,7 +123,7 @@ class VulkanBackend:
         self._kernels: dict[str, tuple[Any, bool]] = {}   # CompiledKernel.key -> (sgl ComputeKernel, uses printf)
         self._samplers: dict[Any, Any] = {}
         self._pool: dict[int, list[Any]] = {}            # size -> free staging buffers
-        self._prepared: dict[str, _Prepared] = {}        # CompiledKernel.key -> root object + cursors
+        self._prepared: dict[str, Prepared] = {}        # CompiledKernel.key -> root object + cursors
         self._by_ref = frozenset((spy.Buffer, spy.Texture, spy.Sampler))   # bound by reference: same object, same binding
 
     def reset(self) -> None:
@@ -191,7 +195,7 @@ class VulkanBackend:
             if hit is not None:
                 return hit
             modules, printf = [], False
-            anchor = _needs_set0_anchor(kernel)
+            anchor = needs_set0_anchor(kernel)
             for i, m in enumerate(kernel.chain):
                 mod, uses = self._module(m, anchor=anchor and i == len(kernel.chain) - 1)
                 modules.append(mod)
@@ -221,7 +225,7 @@ class VulkanBackend:
             if uses:  # sgl's print instead of printf, in sgl's copy only
                 source = head + "import sgl.device.print; " + sep + rewrite_printf(body)
             if anchor:
-                source += _SET0_ANCHOR
+                source += SET0_ANCHOR
             try:
                 mod = self._slang.load_module_from_source(name, source, path=m.path)
             except Exception as exc:
@@ -231,7 +235,7 @@ class VulkanBackend:
 
     # -- dispatch ---------------------------------------------------------------------------------
 
-    def _prepare(self, kernel: CompiledKernel) -> "_Prepared":
+    def _prepare(self, kernel: CompiledKernel) -> "Prepared":
         """Per kernel revision: the sgl kernel, one persistent root shader object and a cursor per
         parameter (looked up once, not by name at every call)."""
         with self._lock:
@@ -243,16 +247,27 @@ class VulkanBackend:
             cursor = self.spy.ShaderCursor(root)
             params: list[tuple[str, TypeInfo, int, Any]] = []
             for p in kernel.reflection.globals:
-                params.append((p.name, p.type, _fast_kind(p.type), _cursor(cursor, p)))
+                params.append((p.name, p.type, fast_kind(p.type), cursor_of(cursor, p)))
             if kernel.entry_point.uniforms:
                 ecur = cursor.find_entry_point(0)
                 for p in kernel.entry_point.uniforms:
-                    params.append((p.name, p.type, _fast_kind(p.type), _cursor(ecur, p)))
-            pk = _Prepared(sk, printf, root, params)
+                    params.append((p.name, p.type, fast_kind(p.type), cursor_of(ecur, p)))
+            pk = Prepared(sk, printf, root, params)
             self._prepared[kernel.key] = pk
             return pk
 
+    def prepare_step(self, launches: list[tuple[CompiledKernel, tuple[int, int, int], Mapping[str, Any]]]) -> Any:
+        """The "replay" capability (slang_kernel.steps.Step): see _vulkan_step. None in a checked
+        session, whose dispatches run checked variants."""
+        from ._vulkan_step import VulkanStep
+
+        if self.config.checked:
+            return None
+        return VulkanStep(self, launches)
+
     def dispatch(self, kernel: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any]) -> None:
+        if self.config.checked and not is_variant(kernel):
+            return dispatch_checked(self.dispatch, self._checked, kernel, groups, values)
         text = self.run(kernel, groups, values)
         if text:
             sys.stdout.write(text)
@@ -315,18 +330,18 @@ class VulkanBackend:
         objs: list[Any] = []
         try:
             for name, t, fast, _ in pk.params:
-                v = values.get(name, _MISSING)
-                if v is _MISSING:       # a global the kernel never touches, left out
+                v = values.get(name, MISSING)
+                if v is MISSING:       # a global the kernel never touches, left out
                     objs.append(v)
                     continue
                 tv = type(v)
-                if fast == _F_BUF and tv is VulkanBuffer and v.backend is self:
+                if fast == F_BUF and tv is VulkanBuffer and v.backend is self:
                     objs.append(v.sgl)
-                elif fast == _F_INT and tv is int:
+                elif fast == F_INT and tv is int:
                     objs.append(v)
-                elif fast == _F_FLOAT and (tv is float or tv is int):
+                elif fast == F_FLOAT and (tv is float or tv is int):
                     objs.append(float(v))
-                elif fast == _F_TEX and tv is VulkanTexture and v.backend is self:
+                elif fast == F_TEX and tv is VulkanTexture and v.backend is self:
                     objs.append(v.sgl)
                 else:
                     if binder is None:
@@ -338,22 +353,7 @@ class VulkanBackend:
             raise
         try:
             with self._lock:
-                last = pk.last
-                by_ref = self._by_ref
-                for i, o in enumerate(objs):
-                    if o is _MISSING:
-                        continue
-                    was = last[i]
-                    to = type(o)
-                    if to is type(was) and ((to in by_ref and o is was) or (to in _BY_VALUE and o == was)):
-                        continue
-                    last[i] = _MISSING
-                    param = pk.params[i]
-                    try:
-                        param[3].write(o)
-                    except Exception as exc:
-                        raise ParameterError(f"{kernel.entry}(): could not bind parameter `{param[0]}` on Vulkan: {exc}") from None
-                    last[i] = o
+                write_changed(pk, objs, self._by_ref, kernel.entry)
                 encoder = self.device.create_command_encoder()
                 if marks is not None:
                     marks["bound"] = time.perf_counter()
@@ -436,6 +436,7 @@ class VulkanBackend:
         """Drop the kernels of replaced revisions. A Slang session cannot unload modules, and every
         revision is a module of its own (~1 MB each in sgl), so after MODULES_PER_SESSION modules new
         ones go into a fresh Slang session on the same device: the old one goes with its last kernel."""
+        keys = with_variants(keys, self._checked)
         with self._lock:
             for k in keys:
                 self._kernels.pop(k, None)
@@ -455,71 +456,3 @@ class VulkanBackend:
             self.device.close()
         except Exception:
             pass
-
-
-# sgl 0.43 / slang-rhi: when the global scope holds only ParameterBlocks that contain resources, and
-# the entry point has uniforms, the kernel reads a wrong descriptor (SIGSEGV on lavapipe). One more
-# global resource of the kernel's own scope (declared, never used or bound) puts the layout right;
-# sgl's copy of the entry module gets it (our own reflection and every other backend do not).
-_SET0_ANCHOR = "\nRWStructuredBuffer<uint> sk_vulkan_set0_anchor;\n"
-
-
-def _needs_set0_anchor(kernel: CompiledKernel) -> bool:
-    globs = kernel.reflection.globals
-    if not kernel.entry_point.uniforms or any(g.type.kind in ("resource", "sampler") for g in globs):
-        return False
-    return any(g.type.kind == "parameter_block" and g.type.element is not None and _holds_resources(g.type.element)
-               for g in globs)
-
-
-def _holds_resources(t: TypeInfo, depth: int = 0) -> bool:
-    if t.kind in ("resource", "sampler", "parameter_block", "constant_buffer"):
-        return True
-    if depth > 8:
-        return False
-    return any(_holds_resources(f.type, depth + 1) for f in t.fields) or (
-        t.element is not None and t.kind == "array" and _holds_resources(t.element, depth + 1))
-
-
-def _cursor(parent: Any, p: ParamInfo) -> Any:
-    """The cursor a parameter's value is written through. sgl writes a ConstantBuffer<S> or
-    ParameterBlock<S> of a struct from a dict at the block itself, but a block of anything else
-    (ConstantBuffer<float4x4>) only at its dereferenced element ("Expected dict" otherwise)."""
-    c = parent[p.name]
-    t = p.type
-    if t.kind in ("constant_buffer", "parameter_block") and t.element is not None and t.element.kind != "struct":
-        return c.dereference()
-    return c
-
-
-_MISSING: Any = object()
-_BY_VALUE = (int, float, bool)   # scalars: an equal value needs no rewrite
-_F_NONE, _F_BUF, _F_TEX, _F_INT, _F_FLOAT = range(5)
-
-
-def _fast_kind(t: TypeInfo) -> int:
-    """Which values of this parameter type the dispatch binds without the _Binder."""
-    if t.kind == "scalar":
-        s = t.scalar or "float32"
-        if s.startswith(("int", "uint")):
-            return _F_INT
-        if s.startswith("float"):
-            return _F_FLOAT
-        return _F_NONE
-    if t.kind == "resource":
-        if t.is_buffer:
-            return _F_BUF
-        if t.is_texture:
-            return _F_TEX
-    return _F_NONE
-
-
-class _Prepared:
-    """A kernel revision ready to dispatch: its sgl kernel, a persistent root shader object, a cursor
-    per parameter (globals, then entry-point uniforms) and the values last written through them."""
-
-    __slots__ = ("sk", "printf", "root", "params", "last")
-
-    def __init__(self, sk: Any, printf: bool, root: Any, params: list[tuple[str, TypeInfo, int, Any]]) -> None:
-        self.sk, self.printf, self.root, self.params = sk, printf, root, params
-        self.last: list[Any] = [_MISSING] * len(params)

@@ -25,7 +25,6 @@ import sys
 import threading
 import time
 import weakref
-from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
@@ -36,38 +35,18 @@ from ..errors import (BackendUnavailable, DeviceLost, KernelCrash, KernelInterru
                       VulkanCompileError)
 from . import BackendConfig, DispatchTiming, _shm
 from .packing import describe
+from ._bounds_slang import Checked, dispatch_checked, is_variant, with_variants
+from ._vulkan_handles import VulkanBufferHandle, VulkanTextureHandle, _Handle
+from ._vulkan_process import _Process
 from ._vulkan_wire import ArrayArg, ArraySlot, DeviceRef, Reply
 
 __all__ = ["IsolatedVulkanBackend", "VulkanBufferHandle", "VulkanTextureHandle"]
 
-_ROOT = str(Path(__file__).resolve().parents[2])   # the folder that holds the slang_kernel package
-_BOOTSTRAP = (f"import sys; sys.path.insert(0, {_ROOT!r}); "
-              "from slang_kernel.backends._vulkan_worker import main; main()")
 STAGING_KEEP = 256 << 20   # a staging segment larger than this is given back after the call
 _ERRORS: dict[str, type[Exception]] = {
     "ParameterError": ParameterError, "VulkanCompileError": VulkanCompileError, "TypeError": TypeError,
     "ValueError": ValueError, "KeyError": KeyError, "IndexError": IndexError, "DeviceLost": DeviceLost,
     "NotImplementedError": NotImplementedError, "BackendUnavailable": BackendUnavailable}
-
-
-class _Process(_ipc.WorkerProcess):
-    """The worker, and what this incarnation of it holds: mapped segments, loaded kernel revisions."""
-
-    def __init__(self, include_paths: tuple[str, ...]) -> None:
-        super().__init__((sys.executable, "-c", _BOOTSTRAP))
-        self.include_paths = include_paths
-        self.generation = 0
-        self.mapped: set[int] = set()
-        self.loaded: set[str] = set()
-        self.ready: Reply | None = None
-        self.in_flight = False
-
-    def start(self) -> None:
-        super().start()
-        self.generation += 1
-        self.mapped, self.loaded, self.ready, self.in_flight = set(), set(), None, False
-        assert self.channel is not None
-        self.channel.send({"op": "init", "include_paths": list(self.include_paths)})  # read by wait_ready
 
 
 class IsolatedVulkanBackend:
@@ -77,7 +56,7 @@ class IsolatedVulkanBackend:
 
     name = "vulkan"
     target = "spirv"
-    capabilities = frozenset({"device_buffers", "textures", "shared_arrays", "timing", "type_conformances"})
+    capabilities = frozenset({"device_buffers", "textures", "shared_arrays", "timing", "type_conformances", "replay"})
 
     def __init__(self, config: BackendConfig | None = None) -> None:
         self.config = config = config or BackendConfig()
@@ -92,6 +71,7 @@ class IsolatedVulkanBackend:
         self._unmaps: list[int] = []
         self._lost: dict[int, str] = {}            # worker generation -> what happened to it
         self._writable: dict[str, frozenset[str]] = {}
+        self._checked: dict[str, Checked] = {}   # Session(checked=True): kernel key -> its variant (_bounds_slang)
         self._free_lock = threading.Lock()
         self._proc.start()
         try:
@@ -328,8 +308,19 @@ class IsolatedVulkanBackend:
         return DispatchTiming(float(bind) + (m["bound"] - m["start"]) * 1000, float(run),
                               float(read) + (m["read"] - m["ran"]) * 1000, bool(dev), f"{how}, in the Vulkan worker")
 
+    def prepare_step(self, launches: list[tuple[CompiledKernel, tuple[int, int, int], Mapping[str, Any]]]) -> Any:
+        """The "replay" capability (slang_kernel.steps.Step): see _vulkan_step. None in a checked
+        session, whose dispatches run checked variants."""
+        from ._vulkan_step import IsolatedStep
+
+        if self.config.checked:
+            return None
+        return IsolatedStep(self, launches, next(self._ids))
+
     def dispatch(self, kernel: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any],
                  marks: dict[str, Any] | None = None) -> None:
+        if self.config.checked and marks is None and not is_variant(kernel):   # (profile: the kernel as written)
+            return dispatch_checked(self.dispatch, self._checked, kernel, groups, values)
         arrays: list[np.ndarray] = []
         index: dict[int, int] = {}
         nested: list[int] = []   # arrays inside dicts/lists (a ParameterBlock's buffers): written back too
@@ -413,6 +404,7 @@ class IsolatedVulkanBackend:
 
     def forget(self, keys: list[str]) -> None:
         """Drop the worker's kernels of these revisions (replaced cells)."""
+        keys = with_variants(keys, self._checked)
         with self._lock:
             keys = [k for k in keys if k in self._proc.loaded]
             if keys and self._proc.channel is not None:
@@ -490,77 +482,3 @@ class IsolatedVulkanBackend:
             oid = h._live(self, "")
             slots = self._stage([arr])
             self._call({"op": "write", "id": oid, "slot": slots[0]}, f"uploading to {h.label}")
-
-
-class _Handle:
-    """A device object in the worker, by id; valid while the worker that made it lives."""
-
-    kind = "object"
-
-    def __init__(self, backend: IsolatedVulkanBackend, oid: int, reply: Reply) -> None:
-        self.backend, self.id = backend, oid
-        self.generation = backend.generation
-        self.shape: tuple[int, ...] = tuple(reply["shape"])
-        self.dtype: np.dtype[Any] = np.dtype(reply["dtype"])
-        self.nbytes = self.size * self.dtype.itemsize
-        self._frames: dict[bool, tuple[_shm.Segment, np.ndarray]] = {}   # frame(rgba8): segment, view on it
-        weakref.finalize(self, backend._freed, self.generation, oid)
-
-    @property
-    def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
-
-    @property
-    def label(self) -> str:
-        return f"device {self.kind} #{self.id} ({self.dtype} {self.shape})"
-
-    @property
-    def lost(self) -> bool:
-        return self.generation != self.backend.generation
-
-    def _live(self, backend: IsolatedVulkanBackend, where: str) -> int:
-        """The worker's id of this object; DeviceLost if the worker that held it is gone."""
-        if backend is not self.backend:
-            raise ParameterError(f"{where or self.label}: that {self.kind} belongs to another Vulkan session")
-        if self.lost:
-            why = self.backend._lost.get(self.generation, "was restarted")
-            raise DeviceLost(
-                f"{where + ': ' if where else ''}{self.label} is lost: the Vulkan worker that held it {why}. "
-                f"Make it again (backend.{self.kind}(...)); re-running the cell that made it does.")
-        return self.id
-
-    def numpy(self) -> np.ndarray:
-        """A copy of the contents (yours to keep)."""
-        return self.backend._read(self)
-
-    def frame(self, rgba8: bool = False) -> np.ndarray:
-        """The contents as a read-only view on shared memory that the worker wrote them into (one
-        copy): valid until the next frame() of this object, which overwrites it in place. For a
-        live view's frames; `.numpy()` gives a copy that outlives the next frame. rgba8=True (float
-        2D textures): (H, W, 4) uint8 as playground.to_rgba8 makes it, converted by the worker."""
-        return self.backend._frame(self, rgba8)
-
-    def upload(self, array: Any) -> None:
-        self.backend._write(self, array)
-
-    def __repr__(self) -> str:
-        state = ", lost" if self.lost else ""
-        return f"<{type(self).__name__} #{self.id} {self.dtype} {self.shape} on {self.backend.adapter}{state}>"
-
-
-class VulkanBufferHandle(_Handle):
-    """A buffer in the Vulkan worker: pass it to kernels (no copy); `.numpy()` reads it back."""
-
-    kind = "buffer"
-
-
-class VulkanTextureHandle(_Handle):
-    """A texture in the Vulkan worker ((H, W, C) for 2D, (D, H, W, C) for 3D, (W, C) for 1D)."""
-
-    kind = "texture"
-
-    def __init__(self, backend: IsolatedVulkanBackend, oid: int, reply: Reply, dims: int) -> None:
-        super().__init__(backend, oid, reply)
-        self.dims = dims
-        self.channels = self.shape[-1]
-        self.format_name = str(reply.get("format", ""))

@@ -15,7 +15,7 @@ import mmap
 import os
 import sys
 import time
-from typing import Any, Callable, cast
+from typing import Any, Callable, Mapping, cast
 
 import numpy as np
 
@@ -25,6 +25,7 @@ from ..errors import VulkanCompileError
 from . import BackendConfig
 from ._vulkan_wire import ArrayArg, ArraySlot, DeviceRef, Reply, is_device_lost
 from ._vulkan_device import VulkanBackend, VulkanBuffer, VulkanTexture
+from ._vulkan_step import VulkanStep
 
 __all__ = ["Worker", "main"]
 
@@ -39,7 +40,8 @@ class Worker:
         self.lost: str | None = None   # why the device is gone: every later op says so (the parent restarts us)
         self.ops: dict[str, Callable[[dict[str, Any]], Reply]] = {
             "init": self.init, "load": self.load, "run": self.run, "new": self.new, "read": self.read,
-            "write": self.write, "lose": self.lose}
+            "write": self.write, "lose": self.lose, "step": self.step}
+        self.steps: dict[int, VulkanStep] = {}   # replayed steps by id (the latest few)
 
     def serve(self) -> None:
         channel = self.channel
@@ -115,6 +117,21 @@ class Worker:
                     "timing": [t.bind_upload_ms, t.run_ms, t.readback_ms, t.device_timestamps, t.how]}
         text = self._backend().run(kernel, tuple(msg["groups"]), values, wait=True)
         return {"ok": True, "text": text, "us": (time.perf_counter() - t0) * 1e6}
+
+    def step(self, msg: dict[str, Any]) -> Reply:
+        """Replay a step (slang_kernel.steps.Step) `times` times: one command buffer, waited for."""
+        st = self.steps.get(msg["id"])
+        if st is None:
+            launches: list[tuple[CompiledKernel, tuple[int, int, int], Mapping[str, Any]]] = [
+                (self.kernels[key], (int(g[0]), int(g[1]), int(g[2])), {k: self._resolve(v, []) for k, v in values.items()})
+                for key, g, values in msg["launches"]]
+            st = VulkanStep(self._backend(), launches)
+            while len(self.steps) >= 16:
+                self.steps.pop(next(iter(self.steps))).close()
+            self.steps[msg["id"]] = st
+        t0 = time.perf_counter()
+        st.run(msg["times"], wait=True)
+        return {"ok": True, "us": (time.perf_counter() - t0) * 1e6}
 
     def new(self, msg: dict[str, Any]) -> Reply:
         b = self._backend()

@@ -9,17 +9,13 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
-import functools
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import warnings
-import weakref
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -30,11 +26,13 @@ from ..cache import digest
 from ..compiler.reflection import TypeInfo
 from . import BackendConfig, DispatchTiming, _shm
 from ..compiled import CompiledKernel
-from ..errors import (BackendUnavailable, BoundsError, CpuBuildError, KernelCrash, KernelInterrupted, KernelTimeout, OutOfRangeWarning,
+from ..errors import (BackendUnavailable, BoundsError, CpuBuildError, KernelCrash, KernelInterrupted, KernelTimeout,
                       UnsupportedOnCpu)
-from . import _cpu_textures
+from . import _bounds, _cpu_textures
 from ._cpu_textures import CpuSampler, CpuTexture
 from . import _cpu_simd
+from ._cpu_build import CXXFLAGS, TYPED_AS_STRUCTURED, UNSUPPORTED, body as user_code, cpu_identity, looks_like_so
+from ._cpu_process import CaptureStdout, Context, NeedStaging, WorkerProcess
 from ._cpu_worker import Kernel, Runner
 from .packing import Packer, ParameterError, StructPlan, buffer_array, fast_encoder
 
@@ -42,20 +40,10 @@ from .packing import Packer, ParameterError, StructPlan, buffer_array, fast_enco
 __all__ = ["CpuBackend", "CpuBuildError", "UnsupportedOnCpu"]
 
 PRELUDE = Path(__file__).with_name("cpu_prelude.h")
-# -march=native: the build cache key includes this CPU's identity (see _cpu_identity).
-CXXFLAGS = ("-std=c++17", "-O3", "-march=native", "-fno-math-errno", "-fno-trapping-math",
-            "-fPIC", "-shared", "-w", "-fno-strict-aliasing")
-_UNSUPPORTED = [
-    (re.compile(r"\bGroupMemoryBarrier\w*|\bAllMemoryBarrier\w*|\bDeviceMemoryBarrier\w*|_barrier\w*\("),
-     "group barriers (GroupMemoryBarrierWithGroupSync and friends)"),
-    (re.compile(r"\bInterlocked\w+|\batomic\w*\("), "atomics (Interlocked*)"),
-    (re.compile(r"\bWave\w+\("), "wave intrinsics (Wave*)"),
-]
 
 
-TYPED_AS_STRUCTURED = ("-DBuffer=StructuredBuffer", "-DRWBuffer=RWStructuredBuffer")
+
 STAGING_KEEP = 256 << 20  # a staging segment larger than this is given back after the dispatch
-WORKER = Path(__file__).with_name("_cpu_worker.py")
 
 
 def create(config: BackendConfig) -> "CpuBackend":
@@ -94,7 +82,7 @@ class CpuBackend:
         self._version = subprocess.run([self.cxx, "-dumpfullversion"], capture_output=True, text=True).stdout.strip()
         self._prelude = PRELUDE.read_text()
         self._staging: _shm.Segment | None = None
-        self._proc: _WorkerProcess | None = _WorkerProcess() if self.isolate else None
+        self._proc: WorkerProcess | None = WorkerProcess() if self.isolate else None
         if self._proc is not None:
             self._proc.start()  # in the background: ~30 ms until it serves
 
@@ -172,7 +160,7 @@ class CpuBackend:
                     f"{kernel.entry} interrupted after {elapsed:.1f} s while g++ built it; nothing ran and "
                     "the session is unchanged (run it again to build it).", kernel.entry, elapsed) from None
             ep = kernel.entry_point
-            loaded = _Loaded(str(path), entry, "printf" in _body(kernel.code),
+            loaded = _Loaded(str(path), entry, "printf" in user_code(kernel.code),
                              self._plan(ep.uniforms, ep.params_size),
                              self._plan(kernel.reflection.globals, kernel.reflection.globals_size), desc)
             self._loaded[(kernel.key, checked)] = loaded
@@ -190,15 +178,15 @@ class CpuBackend:
         tls = self._tls
 
         def pointer(a: np.ndarray) -> int:
-            ctx: _Context = tls.ctx
+            ctx: Context = tls.ctx
             return ctx.pointer(a, name, writable)
         return pointer
 
     def _build_cached(self, kernel: CompiledKernel) -> tuple[Path, str, str]:
         """The kernel's library, the entry to call and the path it takes: the vector build where g++
         vectorises its lane loop, else the scalar one (see _cpu_simd)."""
-        for pattern, what in _UNSUPPORTED:
-            m = pattern.search(_body(kernel.code))
+        for pattern, what in UNSUPPORTED:
+            m = pattern.search(user_code(kernel.code))
             if m:
                 raise UnsupportedOnCpu(
                     f"{kernel.entry} uses {what} (`{m.group(0).rstrip('(')}`), which Slang's CPU target cannot run. "
@@ -206,7 +194,7 @@ class CpuBackend:
         code = _cpu_textures.prepare(kernel.code)   # textures as plain data (see _cpu_textures)
         ep = kernel.entry_point
         desc = ""
-        body, flags = _body(code), self._vector_flags()
+        body, flags = user_code(code), self._vector_flags()
         inputs = (self._prelude, _cpu_simd.SIMD_HEADER.read_text(), _cpu_textures.header())
         # the plain lane loop first; where g++ did not vectorise it, the body's loops run masked
         for masked in (False, True):
@@ -217,18 +205,18 @@ class CpuBackend:
                 break
             with self._lock:
                 rt = _cpu_simd.runtime(self.cxx, self._version, self.cache)
-                vkey = digest("cpu-so-simd", self._version, _cpu_identity(), tr.source, *flags, *inputs, str(rt))
+                vkey = digest("cpu-so-simd", self._version, cpu_identity(), tr.source, *flags, *inputs, str(rt))
                 vpath, why = _cpu_simd.build(self.cxx, self.cache, vkey, tr, flags, rt)
             if vpath is not None:
                 return vpath, tr.entry, why
             desc = f"{desc}; {why.removeprefix('scalar: ')}" if desc else why
-        key = digest("cpu-so", self._version, _cpu_identity(), kernel.code, *self._flags(), self._prelude,
+        key = digest("cpu-so", self._version, cpu_identity(), kernel.code, *self._flags(), self._prelude,
                      _cpu_textures.header())
         with self._lock:
             path = self.cache.path("cpu", key, ".so")
             if not self.cache.writable:  # read-only cache: build into the private scratch folder
                 path = self.cache.scratch_dir() / f"{key}.so"
-            if not _looks_like_so(path):
+            if not looks_like_so(path):
                 self._build(kernel, path)
         return path, kernel.entry, desc
 
@@ -265,7 +253,7 @@ class CpuBackend:
         """Resources in Slang's C++ layout: a ConstantBuffer<T> or ParameterBlock<T> is a pointer to
         its T (packed here, resources inside it bound recursively; the value is a dict, nested dicts
         for nested structs), a buffer is {T* data; size_t count}."""
-        ctx: _Context = self._tls.ctx
+        ctx: Context = self._tls.ctx
         if t.kind in ("constant_buffer", "parameter_block") and t.element is not None:
             inner = packer.encode(t.element, value, name)
             return ctx.place(inner, name, packer).to_bytes(8, sys.byteorder)
@@ -287,7 +275,7 @@ class CpuBackend:
             f"parameter `{name}` is {t.name}: the CPU backend has no {t.shape or t.kind}; "
             "run it on Session(backend='vulkan') or 'cuda'.")
 
-    def _pack(self, loaded: "_Loaded", values: Mapping[str, Any], ctx: "_Context") -> tuple[Packer, bytearray, bytearray]:
+    def _pack(self, loaded: "_Loaded", values: Mapping[str, Any], ctx: "Context") -> tuple[Packer, bytearray, bytearray]:
         self._tls.ctx = ctx
         try:
             packer = Packer(self._bind)
@@ -297,7 +285,7 @@ class CpuBackend:
 
     def pack(self, kernel: CompiledKernel, values: Mapping[str, Any]) -> tuple[Packer, bytearray, bytearray]:
         """The parameter bytes of a dispatch, with this process's pointers (for inspection)."""
-        return self._pack(self.load(kernel), values, _Context(None, None))
+        return self._pack(self.load(kernel), values, Context(None, None))
 
     def dispatch(self, kernel: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any],
                  marks: dict[str, float] | None = None) -> None:
@@ -330,7 +318,7 @@ class CpuBackend:
                 pass
             self._build_cached(kernel)
             k = self._load(loaded)
-        ctx = _Context(None, None)
+        ctx = Context(None, None)
         packer, entry, glob = self._pack(loaded, values, ctx)
         if marks is not None:
             marks["bound"] = time.perf_counter()
@@ -339,7 +327,7 @@ class CpuBackend:
         report = k.report
         assert report is not None
         report.count = 0
-        with _CaptureStdout(enabled=loaded.printf):
+        with CaptureStdout(enabled=loaded.printf):
             self._runner.run(k, groups, self.workers, ctypes.addressof(e_buf), ctypes.addressof(g_buf))
         if marks is not None:
             marks["ran"] = marks["read"] = time.perf_counter()
@@ -347,18 +335,14 @@ class CpuBackend:
         if report.count:
             self._bounds_error(kernel, ctx, (report.count, report.index, report.size, report.data))
 
-    def _bounds_error(self, kernel: CompiledKernel, ctx: "_Context", report: tuple[int, int, int, int]) -> None:
+    def _bounds_error(self, kernel: CompiledKernel, ctx: "Context", report: tuple[int, int, int, int]) -> None:
         """Out-of-range accesses happened (and were made harmless): an error when checked, else a warning."""
 
         count, index, size, data = (int(x) for x in report)
         buffer = ctx.name_of(data)
         if buffer is None:
             buffer = "a local array" if data else None
-        error = BoundsError(kernel.entry, count, index, size, buffer)
-        if self.checked:
-            raise error
-        warnings.warn(f"{error} Session(checked=True) makes this an error.", OutOfRangeWarning,
-                      stacklevel=_caller_level())
+        _bounds.report(BoundsError(kernel.entry, count, index, size, buffer), self.checked)
 
     def _dispatch_worker(self, kernel: CompiledKernel, loaded: "_Loaded", groups: tuple[int, int, int],
                          values: Mapping[str, Any], marks: dict[str, float] | None = None) -> None:
@@ -372,11 +356,11 @@ class CpuBackend:
         ctx = None
         try:
             for _ in range(16):
-                ctx = _Context(proc, self._staging)
+                ctx = Context(proc, self._staging)
                 try:
                     packer, entry, glob = self._pack(loaded, values, ctx)
                     break
-                except _NeedStaging as more:
+                except NeedStaging as more:
                     self._grow_staging(more.nbytes)
             else:  # pragma: no cover
                 raise RuntimeError("could not size the staging buffer")
@@ -422,7 +406,7 @@ class CpuBackend:
         if bounds:
             self._bounds_error(kernel, ctx, bounds)
 
-    def _after_failure(self, kernel: CompiledKernel, ctx: "_Context", exc: BaseException, elapsed: float) -> None:
+    def _after_failure(self, kernel: CompiledKernel, ctx: "Context", exc: BaseException, elapsed: float) -> None:
 
         proc = self._proc
         assert proc is not None
@@ -480,195 +464,6 @@ class CpuBackend:
         self._drop_staging()
 
 
-class _NeedStaging(Exception):
-    def __init__(self, nbytes: int) -> None:
-        self.nbytes = nbytes
-
-
-class _Context:
-    """Where the buffers of one dispatch live. In-process (proc None): the arrays themselves. For the
-    worker: shared arrays in place, others copied into the staging segment (written ones copied back)."""
-
-    def __init__(self, proc: "_WorkerProcess | None", staging: "_shm.Segment | None") -> None:
-        self.proc = proc
-        self.staging = staging
-        self.cursor = 0
-        self.buffers: list[tuple[int, int, str]] = []        # (kernel-side address, nbytes, parameter)
-        self.copies: list[tuple[np.ndarray, int, int]] = []  # (user array, staging offset, nbytes) to copy back
-        self.staged: list[str] = []
-        self.in_place: list[str] = []
-        self._seen: dict[tuple[int, int], int] = {}
-        self._blocks: list[Any] = []
-
-    def pointer(self, a: np.ndarray, name: str, writable: bool) -> int:
-        nbytes = a.nbytes
-        if self.proc is None:
-            addr = a.ctypes.data
-        else:
-            key = (a.ctypes.data, nbytes)
-            seen = self._seen.get(key)
-            if seen is not None:
-                addr = seen
-            else:
-                seg = _shm.segment_of(a)
-                if seg is not None:
-                    addr = self.proc.addr_of(seg) + (a.ctypes.data - seg.addr)
-                    (self.in_place if writable else []).append(name)
-                else:
-                    off = self._alloc(nbytes)
-                    assert self.staging is not None
-                    if nbytes:
-                        ctypes.memmove(self.staging.addr + off, a.ctypes.data, nbytes)
-                    addr = self.proc.addr_of(self.staging) + off
-                    if writable:
-                        self.copies.append((a, off, nbytes))
-                        self.staged.append(name)
-                self._seen[key] = addr
-        self.buffers.append((addr, nbytes, name))
-        return addr
-
-    def place(self, data: bytes, name: str, packer: Packer) -> int:
-        if self.proc is None:
-            block = ctypes.create_string_buffer(data, max(len(data), 1))
-            packer.keepalive.append(block)
-            return ctypes.addressof(block)
-        off = self._alloc(max(len(data), 1))
-        assert self.staging is not None
-        ctypes.memmove(self.staging.addr + off, data, len(data))
-        return self.proc.addr_of(self.staging) + off
-
-    def _alloc(self, nbytes: int) -> int:
-        off = self.cursor
-        end = off + -(-max(nbytes, 1) // _shm.ALIGN) * _shm.ALIGN
-        if self.staging is None or end > self.staging.size:
-            raise _NeedStaging(self._needed(end))
-        self.cursor = end
-        return off
-
-    def _needed(self, end: int) -> int:
-        return end * 2  # packing restarts with a staging segment at least this big
-
-    def copy_back(self) -> None:
-        assert self.staging is not None or not self.copies
-        for a, off, nbytes in self.copies:
-            if nbytes:
-                ctypes.memmove(a.ctypes.data, self.staging.addr + off, nbytes)  # type: ignore[union-attr]
-
-    def name_of(self, addr: int) -> str | None:
-        for start, nbytes, name in self.buffers:
-            if start <= addr < start + max(nbytes, 1):
-                return name
-        return None
-
-    def describe_buffers(self) -> str:
-        parts = []
-        if self.staged:
-            parts.append(f"{', '.join(f'`{n}`' for n in dict.fromkeys(self.staged))} unchanged (the kernel "
-                         "wrote a copy)")
-        if self.in_place:
-            parts.append(f"shared-memory {', '.join(f'`{n}`' for n in dict.fromkeys(self.in_place))} may be "
-                         "partially written")
-        if not parts:
-            return "no buffer passed to this call was written"
-        return "buffers passed to this call: " + "; ".join(parts)
-
-
-class _WorkerProcess(_ipc.WorkerProcess):
-    """The worker process (see _ipc.WorkerProcess), which shared segments it has mapped (and where),
-    and the file its stdout (kernel printf) goes to."""
-
-    def __init__(self) -> None:
-        self._out = tempfile.TemporaryFile(prefix="slang-cpu-out-")
-        self._out_pos = 0
-        super().__init__((sys.executable, "-S", str(WORKER)), stdout=self._out.fileno())
-        self.mapped: dict[int, int] = {}     # segment id -> the worker's address for it
-        self.unmap: list[int] = []
-        self.in_flight = False
-
-    def start(self) -> None:
-        super().start()
-        self.mapped = {}
-        self.unmap = []
-        self.in_flight = False
-
-    def close(self, wait: float = 2.0) -> None:
-        super().close(wait)
-        self._out.close()
-
-    def forget(self, seg_id: int) -> None:
-        if self.mapped.pop(seg_id, None) is not None:
-            self.unmap.append(seg_id)
-
-    def addr_of(self, seg: "_shm.Segment") -> int:
-        addr = self.mapped.get(seg.id)
-        if addr is None:
-            self._send({"op": "map", "id": seg.id, "size": seg.size})
-            assert self.channel is not None
-            self.channel.send_fds([seg.fd])
-            reply: _ipc.MapReply = self._recv(None)
-            if "error" in reply:
-                raise OSError(f"the CPU worker could not map shared memory: {reply['error']}")
-            addr = self.mapped[seg.id] = reply["addr"]
-            weakref.finalize(seg, self._dead_segment, seg.id)
-        return addr
-
-    def _dead_segment(self, seg_id: int) -> None:
-        self.forget(seg_id)
-
-    def request(self, msg: _ipc.CpuRun, timeout: float | None) -> _ipc.RunReply:
-        if self.unmap:
-            ids, self.unmap = self.unmap, []
-            self._send({"op": "unmap", "ids": ids})
-        self._send(msg)
-        reply: _ipc.RunReply = self._recv(None if timeout is None else time.monotonic() + timeout)
-        return reply
-
-    def _send(self, msg: _ipc.CpuRequest) -> None:
-        assert self.channel is not None
-        self.in_flight = True
-        self.channel.send(msg)
-        if msg["op"] in ("unmap", "exit"):  # no reply
-            self.in_flight = False
-
-    def _recv(self, deadline: float | None) -> Any:
-        assert self.channel is not None
-        reply = self.channel.recv(deadline)
-        self.in_flight = False
-        return reply
-
-    def forward_output(self) -> None:
-        """Kernel printf output (the worker's stdout is a file we own) goes to sys.stdout."""
-        fd = self._out.fileno()
-        size = os.fstat(fd).st_size
-        if size > self._out_pos:
-            text = os.pread(fd, size - self._out_pos, self._out_pos).decode("utf-8", "replace")
-            self._out_pos = size
-            if text:
-                sys.stdout.write(text)
-                sys.stdout.flush()
-        if self._out_pos > (1 << 20):
-            os.ftruncate(fd, 0)
-            os.lseek(fd, 0, os.SEEK_SET)
-            self._out_pos = 0
-
-
-def _looks_like_so(path: Path) -> bool:
-    """An existing, complete-looking shared object (a truncated cache entry is rebuilt)."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(64)
-            size = os.fstat(f.fileno()).st_size
-    except OSError:
-        return False
-    if len(head) < 64 or head[:4] != b"\x7fELF":
-        return False
-    # e_shoff + e_shnum * e_shentsize: the section header table ends the file
-    shoff = int.from_bytes(head[40:48], "little")
-    shentsize = int.from_bytes(head[58:60], "little")
-    shnum = int.from_bytes(head[60:62], "little")
-    return size >= shoff + shentsize * shnum
-
-
 @dataclasses.dataclass(frozen=True)
 class _Loaded:
     path: str       # the .so (built here, loaded by the worker or by _load)
@@ -686,68 +481,3 @@ def _kept(packer: Packer, a: np.ndarray, addr: int) -> int:
 
 def _array_pointer(a: np.ndarray) -> int:
     return a.ctypes.data
-
-
-def _caller_level() -> int:
-    """The warnings stack level of the first frame outside this package: the user's call."""
-    import inspect
-
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    level = 0  # stacklevel 1 is the function that calls warnings.warn (our caller, stack()[1])
-    for frame in inspect.stack(0)[1:]:
-        level += 1
-        if not os.path.abspath(frame.filename).startswith(package):
-            break
-    return level
-
-
-@functools.lru_cache(maxsize=1)
-def _cpu_identity() -> str:
-    """Model and feature flags of this CPU: builds with -march=native must not travel to another."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            lines = [ln for ln in f if ln.startswith(("model name", "flags"))][:2]
-        return "".join(lines)
-    except OSError:
-        import platform
-
-        return platform.processor() or platform.machine()
-
-
-_USER_LINE = re.compile(r'#line \d+ "')
-
-
-def _body(code: str) -> str:
-    """The generated code after Slang's inlined prelude (which mentions every intrinsic): it starts
-    at the first `#line N "path"` directive, which points into the user's cells."""
-    m = _USER_LINE.search(code)
-    return code[m.start():] if m else code
-
-
-class _CaptureStdout:
-    """Kernel printf writes to fd 1, which Jupyter does not show: route it to sys.stdout."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-
-    def __enter__(self) -> None:
-        if not self.enabled:
-            return
-        sys.stdout.flush()
-        self._tmp = tempfile.TemporaryFile()
-        self._saved = os.dup(1)
-        os.dup2(self._tmp.fileno(), 1)
-
-    def __exit__(self, *exc: object) -> None:
-        if not self.enabled:
-            return
-        libc = ctypes.CDLL(None)
-        libc.fflush(None)
-        os.dup2(self._saved, 1)
-        os.close(self._saved)
-        self._tmp.seek(0)
-        text = self._tmp.read().decode("utf-8", "replace")
-        self._tmp.close()
-        if text:
-            sys.stdout.write(text)
-            sys.stdout.flush()

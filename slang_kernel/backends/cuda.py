@@ -30,13 +30,14 @@ from ._cuda_textures import (CudaSampler, CudaTexture, TextureBinder, dispatch_s
                              unsupported_texture_use)
 from .packing import Packer, ParameterError, buffer_array, element_dtype, fast_writer
 from ._wait import wait_polled
-from .cpu import TYPED_AS_STRUCTURED, _body
+from ._cpu_build import TYPED_AS_STRUCTURED, body as _body
 
 
 __all__ = ["CudaBackend", "create"]
 
 NVRTC_OPTIONS = ("--std=c++17", "-default-device", "-lineinfo")
 CHECKED_PRELUDE = Path(__file__).with_name("cuda_prelude.h")
+REPORT_BYTES = 56   # cuda_prelude.h's SkBoundsReport
 
 
 def create(config: BackendConfig) -> "CudaBackend":
@@ -59,7 +60,7 @@ def _on_device(value: Any) -> Any | None:
 
 
 class CudaBackend:
-    capabilities: frozenset[str] = frozenset({"textures", "timing"})   # CuPy arrays are device-resident buffers already
+    capabilities: frozenset[str] = frozenset({"textures", "timing", "replay"})   # CuPy arrays are device-resident buffers already
     name = "cuda"
     target = "cuda"
 
@@ -204,6 +205,15 @@ class CudaBackend:
             plan = self._plans[key] = _Plan(kernel, self.cupy, mod, fn, self.checked)
         return plan
 
+    def prepare_step(self, launches: list[tuple[CompiledKernel, tuple[int, int, int], Mapping[str, Any]]]) -> Any:
+        """The "replay" capability (slang_kernel.steps.Step): see _cuda_step. None in a checked
+        session, whose dispatches each read their bounds report."""
+        from ._cuda_step import CudaStep
+
+        if self.checked:
+            return None
+        return CudaStep(self, launches)
+
     def dispatch(self, kernel: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any],
                  marks: dict[str, Any] | None = None) -> None:
         try:
@@ -234,19 +244,35 @@ class CudaBackend:
             if plan.textured else None
         stream = self.cupy.cuda.get_current_stream()
         with plan.lock:  # the argument slots are reused from launch to launch
-            for (p, write), slot in zip(plan.params, plan.slots):
-                v = values[p.name]
-                if write is None or not write(v, slot):
-                    packer = packer or Packer(self._bind(writebacks, binder))
-                    data = packer.encode(p.type, v, p.name)
-                    if len(data) > len(slot):
-                        raise ParameterError(f"{kernel.entry}: `{p.name}` encoded to {len(data)} bytes, "
-                                             f"more than its {len(slot)}-byte argument slot")
-                    ctypes.memmove(slot, data, len(data))
+            last = plan.last
+            for i, (name, write, slot) in enumerate(plan.args):
+                v = values[name]
+                if v is last[i]:    # the very object the slot was written from (held there): unchanged
+                    continue
+                if write is not None and write(v, slot):
+                    last[i] = v
+                    continue
+                last[i] = _UNSET
+                p = plan.params[i][0]
+                packer = packer or Packer(self._bind(writebacks, binder))
+                data = packer.encode(p.type, v, p.name)
+                if len(data) > len(slot):
+                    raise ParameterError(f"{kernel.entry}: `{p.name}` encoded to {len(data)} bytes, "
+                                         f"more than its {len(slot)}-byte argument slot")
+                ctypes.memmove(slot, data, len(data))
             if plan.globals:
-                self._upload_globals(plan, kernel, values, packer or Packer(self._bind(writebacks, binder)))
+                held = tuple(values.get(g.name) for g in plan.globals)
+                if plan.last_globals is None or any(a is not b for a, b in zip(held, plan.last_globals)):
+                    plan.last_globals = None
+                    packer = packer or Packer(self._bind(writebacks, binder))
+                    self._upload_globals(plan, kernel, values, packer)
+                    # the same objects again need no upload where their bytes cannot change: Python
+                    # scalars and CuPy arrays (a pointer and a count), as the argument slots above
+                    cupy_array = self.cupy.ndarray
+                    if all(type(v) in (int, float, bool, cupy_array) or v is None for v in held):
+                        plan.last_globals = held
             if plan.report is not None:
-                plan.report.memset_async(0, 32, stream)
+                plan.report.memset_async(0, REPORT_BYTES, stream)
             if marks is not None:
                 marks["bound"] = time.perf_counter()
                 marks["events"][0].record(stream)
@@ -256,8 +282,6 @@ class CudaBackend:
         timeout = self.config.timeout
         if timeout is not None:  # (a plain synchronize reports a faulting kernel at once; polling is the opt-in)
             self._wait(stream, kernel.entry, timeout)
-        if plan.report is not None:
-            self._check_bounds(plan.report, kernel, values, stream, packer)
         if marks is not None:
             marks["events"][1].synchronize()
             marks["ran"] = time.perf_counter()
@@ -269,6 +293,8 @@ class CudaBackend:
             stream.synchronize()
         if marks is not None:
             marks["read"] = time.perf_counter()
+        if plan.report is not None:   # after the write-back: in-range results reach the arrays, as on the CPU
+            self._check_bounds(plan.report, kernel, values, stream, packer)
 
     def _wait(self, stream: Any, entry: str, timeout: float | None) -> None:
         """With Session(timeout=): poll an event recorded after the launch (see _wait.wait_polled)."""
@@ -282,10 +308,10 @@ class CudaBackend:
         """Checked sessions: read the device's report of the first out-of-range index, name its buffer."""
         from ..errors import BoundsError
 
-        report = np.zeros(4, np.uint64)
+        report = np.zeros(7, np.uint64)
         stream.synchronize()
-        device_report.copy_to_host(report.ctypes.data, 32)
-        count, index, size, data = (int(x) for x in report)
+        device_report.copy_to_host(report.ctypes.data, REPORT_BYTES)
+        count, index, size, data, x, y, z = (int(v) for v in report)
         if not count:
             return
         pointers = dict(self._last_pointers)
@@ -293,7 +319,8 @@ class CudaBackend:
             dev = _on_device(v) if not isinstance(v, np.ndarray) else None
             if dev is not None:
                 pointers[int(dev.data.ptr)] = name
-        raise BoundsError(kernel.entry, count, index, size, pointers.get(data) or ("a local array" if not data else None))
+        raise BoundsError(kernel.entry, count, index, size, pointers.get(data) or ("a local array" if not data else None),
+                          (x, y, z))
 
     def _upload_globals(self, plan: "_Plan", kernel: CompiledKernel, values: Mapping[str, Any],
                         packer: Packer) -> None:
@@ -350,6 +377,11 @@ class _Plan:
         self.globals = kernel.reflection.globals if "SLANG_globalParams" in _body(kernel.code) else ()
         self.params = [(p, fast_writer(p.type, cupy.ndarray, _device_pointer)) for p in self.entry.uniforms]
         self.slots = [ctypes.create_string_buffer(max(16, p.type.size)) for p in self.entry.uniforms]
+        self.args = [(p.name, w, slot) for (p, w), slot in zip(self.params, self.slots)]
+        # per slot, the value it was last written from by a fast writer (kept alive here, so that an
+        # identical object means identical bytes): a loop passing the same arrays packs nothing
+        self.last: list[Any] = [_UNSET] * len(self.slots)
+        self.last_globals: tuple[Any, ...] | None = None   # the globals' values at the last upload, likewise
         self._params = (ctypes.c_void_p * max(1, len(self.slots)))(*[ctypes.addressof(b) for b in self.slots])
         self.params_ptr = ctypes.addressof(self._params)
         self.lock = threading.Lock()
@@ -358,6 +390,9 @@ class _Plan:
         every = [*self.entry.uniforms, *self.globals]
         self.samplers = sampler_paths(every)
         self.textured = bool(self.samplers) or any(_has_texture(p.type) for p in every)
+
+
+_UNSET = object()
 
 
 def _device_pointer(a: Any) -> int:

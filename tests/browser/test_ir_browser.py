@@ -39,6 +39,10 @@ CELLS = [
     "for k in range(12):\n    flow.record(k, {'w': np.random.default_rng(k).normal(size=(32, 16)) / (k + 1)})\nflow",
     "g2 = W.IRGraph.of(s, 'loss', height=420)\n"
     "print('python hits', len(g2.search('safeDivide_bwd')), len(g2.find('safeDivide_bwd')))\ng2",
+    "s.run_cell('[Differentiable]\\nfloat spread(float a, float b) { float r = sqrt(a - b); return r * 2.0 + b; }', "
+    "name='nan_flow')\nnanflow = W.GradientFlow.check(s.function('spread'), np.float32(1.0), np.float32(2.0))\nnanflow",
+    "import json\ng3 = W.IRGraph.of(s, 'loss', height=420)\n"
+    "print('SEARCH ' + json.dumps(['|'.join((v, f, i or '')) for v, f, i in g3.search('safeDivide')]))\ng3",
 ]
 
 
@@ -86,7 +90,7 @@ def test_ir_graph_and_gradient_flow(lab: str, lab_tools) -> None:
         # the graph gets most of the width, the side panel (source) the rest
         assert g2.locator(".sk-irg-canvas").bounding_box()["width"] >= 0.55 * g2.bounding_box()["width"]
         chips = g2.locator(".sk-irg-chip").evaluate_all("(els) => els.map((e) => e.textContent)")
-        assert "loss" in chips and any(c.startswith("s_bwdProp_loss") for c in chips), chips
+        assert "loss" in chips and "bwd_diff(loss) propagate" in chips, chips   # demangled (s_bwdProp_loss)
         g2.screenshot(path=str(ARTIFACTS / "ir_graph_opened_1000px.png"))
         z0 = float(g2.get_attribute("data-zoom"))
         g2.locator(".sk-irg-canvas").hover()
@@ -103,9 +107,9 @@ def test_ir_graph_and_gradient_flow(lab: str, lab_tools) -> None:
         page.wait_for_timeout(200)
         assert float(g2.get_attribute("data-zoom")) >= 0.2
         # one click on a chip shows that function alone
-        g2.locator(".sk-irg-chip", has_text="s_bwdProp_loss").first.click()
+        g2.locator(".sk-irg-chip", has_text="bwd_diff(loss) propagate").first.click()
         page.wait_for_function("(e) => [...e.querySelectorAll('.sk-irg-coltitle')].map((t) => t.textContent)"
-                               ".join() .startsWith('s_bwdProp_loss')", arg=h2)
+                               ".join() .startsWith('bwd_diff(loss) propagate')", arg=h2)
         # search finds what Python's search()/find() find, in functions not shown; Enter switches to it
         out = page.locator(".jp-OutputArea-output", has_text="python hits").inner_text().split()
         py_hits, py_find = int(out[2]), int(out[3])
@@ -137,7 +141,7 @@ def test_ir_graph_and_gradient_flow(lab: str, lab_tools) -> None:
         page.wait_for_function("(e) => e.dataset.mode === 'blocks' && Number(e.dataset.columns) >= 3", arg=h)
         d = measure("big_with_derivatives_blocks")
         titles = irg.locator(".sk-irg-coltitle").evaluate_all("(els) => els.map((e) => e.textContent)")
-        assert any("s_bwdProp_big" in t for t in titles) and any("s_fwd_big" in t for t in titles), titles
+        assert any("bwd_diff(big) propagate" in t for t in titles) and any("fwd_diff(big)" in t for t in titles), titles
         # module level of the post-autodiff IR: the primal's derivatives and what they call
         irg.locator("button.sk-irg-mode[data-mode=module]").click()
         irg.locator("select.sk-irg-view").select_option(label="AFTER finalizeAutoDiffPass")
@@ -187,3 +191,59 @@ def test_ir_graph_and_gradient_flow(lab: str, lab_tools) -> None:
         gf.screenshot(path=str(ARTIFACTS / "gradient_flow.png"))
     print("IR NUMBERS", json.dumps(numbers))
     (ARTIFACTS / "ir_numbers.json").write_text(json.dumps(numbers, indent=1))
+
+
+def test_ir_search_walk(lab: str, lab_tools) -> None:
+    """Issue 30: stepping through the hits of `safeDivide` (in the module IR and the post-autodiff
+    IR, in functions not shown) visits each hit once, in the order IRGraph.search gives, then wraps;
+    each one is highlighted in its own function, the detail panel follows the shown function, and
+    generated names read as written (bwd_diff(...)) with the IR's name on hover."""
+    with lab_tools.chromium_page("ir_search_failure.png", 1500, 1100) as page:
+        page.goto(lab)
+        lab_tools.run_all_cells(page, len(CELLS), timeout=90_000)
+        out = page.locator(".jp-OutputArea-output", has_text="SEARCH ").inner_text()
+        expect = json.loads(out.split("SEARCH ", 1)[1].splitlines()[0])
+        assert len(expect) >= 5 and len(set(expect)) == len(expect), expect
+        g = page.locator(".sk-irg").nth(2)
+        g.scroll_into_view_if_needed()
+        h = g.element_handle()
+        page.wait_for_function("(e) => Number(e.dataset.nodes) > 0", arg=h, timeout=30_000)
+        g.locator(".sk-irg-search").fill("safeDivide")
+        page.wait_for_function(f"(e) => Number(e.dataset.hits) === {len(expect)}", arg=h)
+        seen = []
+        for k in range(len(expect) + 2):
+            if k % 2:
+                g.locator(".sk-irg-next").click()            # the arrow and Enter step alike
+            else:
+                g.locator(".sk-irg-search").press("Enter")
+            page.wait_for_function(f"(e) => e.dataset.hitIndex === '{k % len(expect)}'", arg=h)
+            cur = g.get_attribute("data-current")
+            seen.append(cur)
+            view, fn, inst = cur.split("|")
+            cols = g.evaluate("(e) => [...e.querySelectorAll('.sk-irg-col')].map((c) => c.dataset.view + '|' + c.dataset.fn)")
+            assert f"{view}|{fn}" in cols or (not inst and g.get_attribute("data-mode") == "module"), (cur, cols)
+            assert g.locator(".sk-irg-current").count() == 1, cur          # highlighted where it is
+            if inst:
+                assert g.locator(".sk-irg-current").get_attribute("data-inst") == inst
+            assert g.get_attribute("data-detail-fn") == f"{view}|{fn}", (cur, g.get_attribute("data-detail-fn"))
+            assert int(g.get_attribute("data-hits-shown")) >= 1
+        assert seen[:len(expect)] == expect                # each hit once, in order
+        assert seen[len(expect):] == expect[:2]            # then round again from the first
+        # generated names demangled, the IR's own name on hover
+        rows = g.locator(".sk-irg-row").evaluate_all(
+            "(els) => els.map((r) => [r.querySelector('text').textContent, (r.querySelector('title') || {}).textContent])")
+        mangled = [r for r in rows if "x5F" in r[0]]
+        assert not mangled, mangled[:3]
+        renamed = [r for r in rows if r[1] and r[0] != r[1] and "_diff(" in r[0]]
+        chips = g.locator(".sk-irg-chip").evaluate_all("(els) => els.map((e) => [e.textContent, e.title])")
+        assert any(t.startswith("bwd_diff(") and "s_" in title for t, title in chips), chips
+        g.screenshot(path=str(lab_tools.ARTIFACTS / "ir_search_walk.png"))
+        # the gradient-flow view marks where the NaN starts (the sqrt of a negative number)
+        gf = page.locator(".sk-gf").nth(1)
+        gf.scroll_into_view_if_needed()
+        marked = gf.locator("g.sk-gf-n-nonfinite")
+        marked.wait_for(timeout=30_000)
+        assert marked.count() == 1 and gf.get_attribute("data-first-nonfinite") == marked.get_attribute("data-node")
+        assert "NaN starts here (its value)" in (marked.text_content() or "")
+        gf.screenshot(path=str(lab_tools.ARTIFACTS / "gradient_flow_nan.png"))
+        print("IR SEARCH WALK", len(expect), "hits;", len(renamed), "rows demangled on screen")

@@ -1,5 +1,6 @@
-"""Cell bookkeeping: running, replacing and removing cells, the check of each revision (with hints
-added to its diagnostics), and bringing later cells up to date when one changes.
+"""Cell checks: running, replacing and removing cells, the check of each revision (candidates, the
+compiler's references, shadowed names hidden), hints added to its diagnostics, and bringing later
+cells up to date when one changes (invalidation).
 """
 
 from __future__ import annotations
@@ -8,14 +9,17 @@ import dataclasses
 import re
 import time
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
-from ._session_requests import _Requests
-from .cache import digest
-from .compiled import CompileRequest
 from . import scanner
+from .cache import digest
+from .cell_store import CellStore
 from .cells import Cell, Visible, identifiers, interface_text, module_name_for, own_signatures, visible_imports
+from .compile_service import CompileService
 from .compiler.diagnostics import Diagnostic, SlangCompileError, SlangCompilerCrash, parse_diagnostics
+from .kernel_builds import KernelBuilds
+
+__all__ = ["CellChecks", "CellResult"]
 
 _DEFINE_NAME = re.compile(r"[A-Za-z_]\w*$")
 _MODULE_DECL = re.compile(r"^\s*module\s+\w+\s*;", re.M)
@@ -46,8 +50,14 @@ class CellResult:
         return [d for d in self.diagnostics if d.severity == "warning"]
 
 
-class _Cells(_Requests):
-    """The cells of a Session and their revisions."""
+class CellChecks:
+    """The cells of a session and their revisions: what runs a cell and keeps the later ones current."""
+
+    def __init__(self, store: CellStore, service: CompileService, builds: KernelBuilds) -> None:
+        self.store = store
+        self.service = service
+        self.builds = builds
+        self._scans: dict[str, tuple[frozenset[str], dict[str, frozenset[tuple[str, ...]] | None], frozenset[str]]] = {}
 
     # -- cells --------------------------------------------------------------------------------------
 
@@ -62,145 +72,137 @@ class _Cells(_Requests):
         `failure(name)` holds the error until a good revision arrives).
         """
         t0 = time.perf_counter()
-        self._compiler_ms = 0.0
+        self.service.compiler_ms = 0.0
         if name is None:
-            self._counter += 1
-            name = f"cell[{self._counter}]"
-            while name in self._cells:
-                self._counter += 1
-                name = f"cell[{self._counter}]"
+            name = self.store.new_name()
         own = {str(k): str(v) for k, v in (defines or {}).items()}
         bad = [k for k in own if not _DEFINE_NAME.match(k)]
         if bad:
             raise ValueError(f"not a preprocessor name: {bad[0]!r} (defines are NAME=VALUE)")
-        old = self._cells.get(name)
-        order = list(self._cells)
+        old = self.store.by_name.get(name)
+        order = list(self.store.by_name)
         pos = order.index(name) if old else len(order)
-        earlier = [self._cells[n] for n in order[:pos]]
-        module = old.module if old else module_name_for(name, (c.module for c in self._cells.values()))
-        cell = self._check(name, module, source, earlier, own_defines=tuple(sorted(own.items())),
+        earlier = [self.store.by_name[n] for n in order[:pos]]
+        module = old.module if old else module_name_for(name, (c.module for c in self.store.by_name.values()))
+        cell = self.check(name, module, source, earlier, own_defines=tuple(sorted(own.items())),
                            options=tuple(options), label="" if label in (None, name) else str(label))
-        cached = self._compiler_ms == 0.0
+        cached = self.service.compiler_ms == 0.0
         if cell.error is not None:
             if any(d.code == "crash" for d in cell.diagnostics):
                 raise SlangCompilerCrash(cell.error + " The session is unchanged.")
             exc = SlangCompileError(f"{cell.shown} did not compile; the session is unchanged.", list(cell.diagnostics),
-                                    self._sources(cell))
-            self._failed[name] = exc
+                                    self.store.sources(cell))
+            self.store.failed[name] = exc
             raise exc
-        self._failed.pop(name, None)
-        self._commit(cell)
-        rechecked, broken = self._refresh_after(name)
-        later = list(self._cells)[list(self._cells).index(name) + 1:]
+        self.store.failed.pop(name, None)
+        self.commit(cell)
+        rechecked, broken = self.refresh_after(name)
+        later = list(self.store.by_name)[list(self.store.by_name).index(name) + 1:]
         users = tuple(n for n in later if n not in broken and
-                      any(c.name == name for c in self.closure([self._cells[m] for m in self._cells[n].imports])))
+                      any(c.name == name for c in self.store.closure([self.store.by_name[m] for m in self.store.by_name[n].imports])))
         kernels = tuple(cell.entry_points)
         functions = tuple(d.name for d in cell.decls if d.kind == "function" and d.name not in kernels)
         types = tuple(d.name for d in cell.decls if d.kind in ("struct", "enum") or d.kind.startswith("generic"))
         shadows = cell.shadows  # (name, earlier cell name): front ends show the cell under its label
         return CellResult(name, list(cell.diagnostics), kernels, functions, types, users, broken,
-                          (time.perf_counter() - t0) * 1000, cell.digest, rechecked, self._compiler_ms, cached,
+                          (time.perf_counter() - t0) * 1000, cell.digest, rechecked, self.service.compiler_ms, cached,
                           shadows)
 
     def remove_cell(self, name: str) -> None:
         """Forget a cell; later cells that used it are recompiled (and may break)."""
-        if name not in self._cells:
-            raise KeyError(f"no cell named {name!r}; cells: {', '.join(self._cells) or 'none'}")
-        order = list(self._cells)
+        if name not in self.store.by_name:
+            raise KeyError(f"no cell named {name!r}; cells: {', '.join(self.store.by_name) or 'none'}")
+        order = list(self.store.by_name)
         i = order.index(name)
-        self._forget(self._cells.pop(name))
-        self._failed.pop(name, None)
-        self.revision += 1
+        self.forget_revision(self.store.remove(name))
         if i < len(order) - 1:
-            self._refresh_after(order[i - 1] if i else None)
+            self.refresh_after(order[i - 1] if i else None)
 
     def set_define(self, name: str, value: str = "1") -> None:
         """A preprocessor define for every cell (each cell sees the defines whose names it mentions):
         the cells that mention it are re-checked now, and kernels built from them follow."""
         if not _DEFINE_NAME.match(name):
             raise ValueError(f"not a preprocessor name: {name!r}")
-        self._defines[name] = str(value)
-        self.revision += 1
-        self._refresh_after(None)
+        self.service.defines[name] = str(value)
+        self.store.revision += 1
+        self.refresh_after(None)
 
-    def _commit(self, cell: Cell) -> None:
-        old = self._cells.get(cell.name)
-        self._cells[cell.name] = cell
-        self.revision += 1
+    def commit(self, cell: Cell) -> None:
+        old = self.store.commit(cell)
         if old is not None and old.digest != cell.digest:
-            self._forget(old)
+            self.forget_revision(old)
 
-    def _forget(self, cell: Cell) -> None:
+    def forget_revision(self, cell: Cell) -> None:
         """The compiler worker drops the blob of a revision nothing can load again; the kernels built
         from it are dropped here and by the backend (a view still running one rebuilds it if asked)."""
-        if not cell.digest or any(c.digest == cell.digest for c in self._cells.values()):
+        if not cell.digest or any(c.digest == cell.digest for c in self.store.by_name.values()):
             return
-        self._compiler.forget([cell.digest])
-        old = (cell.name, cell.digest)
-        keys = [k for k, ck in self._compiled.items() if old in ck.digests]
-        for k in keys:
-            del self._compiled[k]
-        for e in [e for e, ck in self._entries.items() if old in ck.digests]:
-            del self._entries[e]
+        keys = self.builds.forget((cell.name, cell.digest))
+        self.service.forget(keys, [cell.digest])
         if keys:
-            self.backend.forget(keys)
+            self.service.backend.forget(keys)
 
-    def _visible(self, source: str, earlier: Sequence[Cell]) -> tuple[Visible, frozenset[str]]:
+    def visible(self, source: str, earlier: Sequence[Cell]) -> tuple[Visible, frozenset[str]]:
         """The candidate imports of a text placed after `earlier`, with what each must hide."""
-        mentioned = scanner.mentions(source)
-        sigs = own_signatures(source)
-        return visible_imports(mentioned, frozenset(sigs), sigs, earlier, identifiers(source)), mentioned
+        scan = self._scans.get(source)
+        if scan is None:   # what the scanner reads of a text, kept: refreshes ask again for every later cell
+            scan = self._scans[source] = (scanner.mentions(source), own_signatures(source), identifiers(source))
+            if len(self._scans) > 4096:
+                del self._scans[next(iter(self._scans))]
+        mentioned, sigs, idents = scan
+        return visible_imports(mentioned, frozenset(sigs), sigs, earlier, idents), mentioned
 
-    def _check(self, name: str, module: str, source: str, earlier: Sequence[Cell], own: frozenset[str] = frozenset(),
+    def check(self, name: str, module: str, source: str, earlier: Sequence[Cell], own: frozenset[str] = frozenset(),
                *, own_defines: tuple[tuple[str, str], ...] = (), options: tuple[str, ...] = (), label: str = "") -> Cell:
         """Check one cell against the earlier cells it may use: first against every candidate (the
         cells declaring a name it mentions, shadowed names hidden), then, when the compiler says it
         referenced fewer of them, against only those, which become its imports."""
         idents = identifiers(source)
-        vis, mentioned = self._visible(source, earlier)
-        macros = self._macros(idents, own_defines)
+        vis, mentioned = self.visible(source, earlier)
+        macros = self.service.macros(idents, own_defines)
         shown = label or name
-        imports = self._imports_of(vis)
-        req = self._build("check", shown, module, source, imports, macros, options)
-        reply = self._check_call(req)
+        imports = self.service.imports_of(vis)
+        req = self.service.build("check", shown, module, source, imports, macros, options)
+        first_key = req.key   # = basis(): variants share their placeholders' interfaces
+        reply = self.service.check_call(req)
         if reply.get("ok"):
             refs = set(reply.get("refs", ()))
             needed = [c for c in imports if c.module in refs or (c.compile_time_names & mentioned)
                       or (c.extension_triggers is not None and c.extension_triggers & idents)]
             if len(needed) < len(imports):
-                narrow = self._build("check", shown, module, source, needed, macros, options)
-                second = self._check_call(narrow)
+                narrow = self.service.build("check", shown, module, source, needed, macros, options)
+                second = self.service.check_call(narrow)
                 if second.get("ok"):
                     imports, req, reply = needed, narrow, second
         hidden = tuple((n, h) for n, h in vis.hidden if any(c.name == n for c in imports))
         base = Cell(name=name, module=module, source=source, imports=tuple(c.name for c in imports),
                     digest=req.key, idents=idents, own=own, defines=macros, options=options,
                     own_defines=own_defines, label=label, hidden=hidden, shadows=vis.shadows,
-                    basis=self._basis(shown, module, source, earlier, macros, options),
+                    basis=first_key,
                     interface=digest("interface", interface_text(source), *(f"{k}={v}" for k, v in macros),
-                                     *options, *(d.interface for d in self.closure(imports))))
+                                     *options, *(d.interface for d in self.store.closure(imports))))
         if "crash" in reply:
             return dataclasses.replace(base, error=str(reply["crash"]),
                                        diagnostics=(Diagnostic("error", "crash", shown, 0, 0, str(reply["crash"])),))
-        diagnostics = tuple(self._annotate(parse_diagnostics(reply["diagnostics"], {shown: 1}), name, shown, earlier))
+        diagnostics = tuple(self.annotate(parse_diagnostics(reply["diagnostics"], {shown: 1}), name, shown, earlier))
         if not reply["ok"]:
             error = "\n".join(str(d) for d in diagnostics if d.severity == "error") or "error"
             return dataclasses.replace(base, diagnostics=diagnostics, error=error)
         return dataclasses.replace(base, diagnostics=diagnostics, blob=reply["blob"], decls=tuple(reply["decls"]),
                                    entry_points=tuple(reply.get("entry_points", ())))
 
-    def _basis(self, shown: str, module: str, source: str, earlier: Sequence[Cell],
+    def basis(self, shown: str, module: str, source: str, earlier: Sequence[Cell],
                macros: tuple[tuple[str, str], ...], options: tuple[str, ...]) -> str:
         """The key of a cell's first check (its candidates, as the earlier cells are now): while it is
         unchanged, so is everything the check decided."""
-        vis, _ = self._visible(source, earlier)
-        return self._build("check", shown, module, source, self._imports_of(vis, check=False), macros, options).key
+        vis, _ = self.visible(source, earlier)
+        return self.service.build("check", shown, module, source, self.service.imports_of(vis, check=False), macros, options).key
 
-    def _annotate(self, diags: list[Diagnostic], name: str, shown: str, earlier: Sequence[Cell]) -> list[Diagnostic]:
+    def annotate(self, diags: list[Diagnostic], name: str, shown: str, earlier: Sequence[Cell]) -> list[Diagnostic]:
         """Add hints: an undefined name that a later cell defines (cells see only earlier ones); a name
         that a cell declaring a `module` keeps internal."""
         before = {c.name for c in earlier}
-        later = [c for n, c in self._cells.items() if n != name and n not in before and c.ok]
+        later = [c for n, c in self.store.by_name.items() if n != name and n not in before and c.ok]
         out = []
         for d in diags:
             if d.cell is None and d.severity in ("error", "internal"):  # e.g. an internal compiler error
@@ -223,22 +225,22 @@ class _Cells(_Requests):
             out.append(d)
         return out
 
-    def _refresh_after(self, name: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    def refresh_after(self, name: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """Bring the cells after `name` (all, for None) up to date, in order: they may use what changed."""
-        order = list(self._cells)
+        order = list(self.store.by_name)
         start = order.index(name) + 1 if name is not None else 0
         recompiled: list[str] = []
         broken: list[str] = []
         for later_name in order[start:]:
-            cell = self._cells[later_name]
-            earlier = [self._cells[n] for n in order[: order.index(later_name)]]
-            macros = self._macros(cell.idents, cell.own_defines)
-            if cell.ok and self._basis(cell.shown, cell.module, cell.source, earlier, macros, cell.options) == cell.basis:
+            cell = self.store.by_name[later_name]
+            earlier = [self.store.by_name[n] for n in order[: order.index(later_name)]]
+            macros = self.service.macros(cell.idents, cell.own_defines)
+            if cell.ok and self.basis(cell.shown, cell.module, cell.source, earlier, macros, cell.options) == cell.basis:
                 continue
-            new = self._check(cell.name, cell.module, cell.source, earlier, cell.own,
+            new = self.check(cell.name, cell.module, cell.source, earlier, cell.own,
                               own_defines=cell.own_defines, options=cell.options, label=cell.label)
             if new.error is not None:  # keep what it defined, so lookups can say it is broken
                 new = dataclasses.replace(new, decls=cell.decls, entry_points=cell.entry_points)
-            self._commit(new)
+            self.commit(new)
             (broken if new.error is not None else recompiled).append(later_name)
         return tuple(recompiled), tuple(broken)

@@ -1,5 +1,10 @@
-"""The one compile path: every compiler request is built by `request`/`_build` (search path, session,
-cell and backend options, defines, the module chain), run by `call` or, cached, by `compile`.
+"""The compile service: the one request builder, the compile cache, checks, and visibility variants.
+
+Every compiler call is a `CompileRequest` built here (`request`, or `build` for the parts that
+assemble their own module list): search path, session and cell options, the backend's options for
+the target, defines, and the module chain (as blobs and as sources). `compile` runs and caches
+"compile" requests, `check_call` runs and caches checks, `variant` makes the visibility variants
+through which a later cell's redeclaration hides an earlier cell's name (see cells.py).
 """
 
 from __future__ import annotations
@@ -7,14 +12,18 @@ from __future__ import annotations
 import dataclasses
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
-from ._session_state import _SessionState
-from .cache import digest
 from . import scanner
+from .backends import Backend
+from .cache import DiskCache, digest
+from .cell_store import CellStore
 from .cells import Cell, Visible, identifiers, import_prefix, visible_imports
 from .compiled import CompiledKernel, CompileRequest, ModuleSource, define_lines
+from .compiler.client import CompilerProcess
 from .compiler.diagnostics import Diagnostic, SlangCompileError, SlangCompilerCrash, parse_diagnostics
+
+__all__ = ["MODULE_DIR", "CompileService"]
 
 # Our own Slang modules (playground, printing, rendering: `import playground;` as in the Slang
 # Playground) are found on this search path; their text is part of every cache key.
@@ -22,8 +31,37 @@ MODULE_DIR = Path(__file__).with_name("slang")
 _SEARCH = ("-I", str(MODULE_DIR))
 
 
-class _Requests(_SessionState):
-    """The request builder and the compile cache of a Session."""
+class CompileService:
+    """Builds, runs and caches compiler requests for the cells of one store."""
+
+    def __init__(self, store: CellStore, compiler: CompilerProcess, cache: DiskCache, fingerprint: str,
+                 options: tuple[str, ...], defines: Mapping[str, str], backend: Callable[[], Backend]) -> None:
+        self.store = store
+        self.compiler = compiler
+        self.cache = cache
+        self.fingerprint = fingerprint
+        self.options = options
+        self.defines: dict[str, str] = dict(defines)
+        self._backend = backend              # the session's current backend (set_backend swaps it)
+        self.compiled: dict[str, CompiledKernel] = {}
+        self.variants: dict[tuple[str, tuple[str, ...]], Cell] = {}   # (digest, hidden) -> variant
+        self.compiler_ms = 0.0               # time in compiler checks, summed for the CellResult of a run
+
+    @property
+    def backend(self) -> Backend:
+        return self._backend()
+
+    def macros(self, source_idents: frozenset[str], own: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+        """The defines a cell sees: the session's and its own, those whose names it mentions (a define
+        it never mentions cannot change it, so it must not change its digest either)."""
+        merged = {**self.defines, **dict(own)}
+        return tuple(sorted((k, v) for k, v in merged.items() if k in source_idents))
+
+    def forget(self, keys: Sequence[str], digests: Sequence[str]) -> None:
+        """Drop compiled kernels by key and the worker's blobs by digest (replaced revisions)."""
+        for k in keys:
+            self.compiled.pop(k, None)
+        self.compiler.forget(digests)
 
     # -- the one compile path -----------------------------------------------------------------------
 
@@ -42,48 +80,48 @@ class _Requests(_SessionState):
             raise TypeError("request(): give exactly one of cell= or source=")
         target = target or self.backend.target
         if cell is not None:
-            c = self._cells[cell]
+            c = self.store.by_name[cell]
             imports = self.import_cells(c)
             text = c.source + append
-            macros = c.defines if not append else self._macros(identifiers(text), c.own_defines)
+            macros = c.defines if not append else self.macros(identifiers(text), c.own_defines)
             own_options: tuple[str, ...] = (*c.options, *options)
             mod = module or (c.module if not append else f"{c.module}_{digest(append)[:8]}")
             label = what or c.shown
             digests: tuple[tuple[str, str], ...] = ((c.name, c.digest),)
         else:
             assert source is not None
-            names = list(self._cells)
-            upto_cells = [self._cells[n] for n in names[: names.index(upto) + 1]] if upto else list(self._cells.values())
+            names = list(self.store.by_name)
+            upto_cells = [self.store.by_name[n] for n in names[: names.index(upto) + 1]] if upto else list(self.store.by_name.values())
             idents = identifiers(source)
             vis = visible_imports(scanner.mentions(source), frozenset(), {}, upto_cells, idents)
-            imports = self._imports_of(vis)
-            text, macros, own_options = source, self._macros(idents, ()), tuple(options)
+            imports = self.imports_of(vis)
+            text, macros, own_options = source, self.macros(idents, ()), tuple(options)
             mod = module or "sk_gen_" + digest(source)[:12]
             label = what or mod
             digests = ()
-        req = self._build(op, label, mod, text, imports, macros, own_options, target=target, entries=entries,
+        req = self.build(op, label, mod, text, imports, macros, own_options, target=target, entries=entries,
                           reflect=reflect)
         return dataclasses.replace(req, digests=(*req.digests, *digests))
 
     def import_cells(self, cell: Cell) -> list[Cell]:
         """The cells `cell` imports, each as the variant it was checked against."""
         hidden = dict(cell.hidden)
-        return [self._variant(self._cells[n], hidden[n]) if n in hidden else self._cells[n]
-                for n in cell.imports if n in self._cells]
+        return [self.variant(self.store.by_name[n], hidden[n]) if n in hidden else self.store.by_name[n]
+                for n in cell.imports if n in self.store.by_name]
 
-    def _imports_of(self, vis: Visible, only: Sequence[str] | None = None, *, check: bool = True) -> list[Cell]:
+    def imports_of(self, vis: Visible, only: Sequence[str] | None = None, *, check: bool = True) -> list[Cell]:
         """The cells to import for `vis` (those named in `only`), each as the variant that hides what it must."""
         hidden = dict(vis.hidden)
-        return [self._variant(c, hidden[c.name], check=check) if c.name in hidden else c
+        return [self.variant(c, hidden[c.name], check=check) if c.name in hidden else c
                 for c in vis.imports if only is None or c.name in only]
 
-    def _variant(self, cell: Cell, hide: tuple[str, ...], *, check: bool = True) -> Cell:
+    def variant(self, cell: Cell, hide: tuple[str, ...], *, check: bool = True) -> Cell:
         """`cell` as importers that must not see `hide` load it: its text with those declarations
         `internal` (scanner.visibility_variant), checked as the same module against the same
         imports. Cached per revision; when the variant does not compile (a construct the scanner
         misreads), the cell itself, and the check that needed it reports the clash."""
         key = (cell.digest, hide)
-        got = self._variants.get(key)
+        got = self.variants.get(key)
         if got is not None:
             return got
         text = scanner.visibility_variant(cell.source, hide)
@@ -91,37 +129,37 @@ class _Requests(_SessionState):
         placeholder = dataclasses.replace(cell, source=text, interface=interface, variant_of=cell.digest)
         if not check:
             return placeholder
-        req = self._build("check", cell.shown, cell.module, text, self.import_cells(cell), cell.defines, cell.options)
-        reply = self._check_call(req)
+        req = self.build("check", cell.shown, cell.module, text, self.import_cells(cell), cell.defines, cell.options)
+        reply = self.check_call(req)
         if not reply.get("ok"):
-            self._variants[key] = cell
+            self.variants[key] = cell
             return cell
         out = dataclasses.replace(placeholder, digest=req.key, blob=reply["blob"])
-        self._variants[key] = out
+        self.variants[key] = out
         return out
 
-    def _check_call(self, req: CompileRequest) -> dict[str, Any]:
+    def check_call(self, req: CompileRequest) -> dict[str, Any]:
         """One check through the compile cache (timed into the CellResult); a crash is a reply."""
         reply = self.cache.get_object("cells", req.key)
         if reply is not None and "refs" in reply:   # (replies cached before references were reported: redo)
             return dict(reply)
         t_check = time.perf_counter()
         try:
-            reply = self._compiler.call("check", **req.message())
+            reply = self.compiler.call("check", **req.message())
         except SlangCompilerCrash as exc:
             return {"ok": False, "crash": str(exc), "diagnostics": ""}
         finally:
-            self._compiler_ms += (time.perf_counter() - t_check) * 1000
+            self.compiler_ms += (time.perf_counter() - t_check) * 1000
         if reply["ok"]:
             self.cache.put_object("cells", req.key, reply)
         return dict(reply)
 
-    def _build(self, op: str, what: str, module: str, text: str, imports: Sequence[Cell],
+    def build(self, op: str, what: str, module: str, text: str, imports: Sequence[Cell],
                macros: tuple[tuple[str, str], ...], own_options: tuple[str, ...], *, target: str = "",
                entries: Sequence[str] = (), reflect: bool = True) -> CompileRequest:
         """The one constructor of compiler requests: search path, session and cell options, the
         backend's options for the target, defines, and the module chain (as blobs and as sources)."""
-        deps = self.closure(imports)
+        deps = self.store.closure(imports)
         prefix = import_prefix([c.module for c in imports])
         options = (*_SEARCH, *self.options, *own_options)
         target_options = tuple(self.backend.compile_options(target)) if op == "compile" else ()
@@ -144,15 +182,15 @@ class _Requests(_SessionState):
 
     def call(self, req: CompileRequest) -> dict[str, Any]:
         """Run a request as it is (not cached): the compiler's reply, ok or not (e.g. IR dumps)."""
-        return dict(self._compiler.call(req.op, **req.message()))
+        return dict(self.compiler.call(req.op, **req.message()))
 
     def compile(self, req: CompileRequest) -> dict[str, CompiledKernel]:
         """Compile a "compile" request: a CompiledKernel per entry point (with no entries, the whole
         module under ""). Cached in memory and on disk by the request's content."""
         names = list(req.entries) or [""]
         key = req.key
-        if all(f"{key}/{e}" in self._compiled for e in names):
-            return {e: self._compiled[f"{key}/{e}"] for e in names}
+        if all(f"{key}/{e}" in self.compiled for e in names):
+            return {e: self.compiled[f"{key}/{e}"] for e in names}
         reply = self.cache.get_object("kernels", key)
         if reply is None:
             reply = self.call(req)
@@ -160,7 +198,7 @@ class _Requests(_SessionState):
                 self.cache.put_object("kernels", key, reply)
         diags = parse_diagnostics(reply["diagnostics"], {req.what: req.line_offset})
         if not reply["ok"]:
-            raise self._compile_error(req, diags)
+            raise self.compile_error(req, diags)
         used: dict[str, frozenset[str] | None] = {e: None for e in names}
         if req.target not in ("cpp", "cuda") and req.entries and reply["reflection"].globals:
             cpp = req.retarget("cpp", tuple(self.backend.compile_options("cpp")))
@@ -168,26 +206,26 @@ class _Requests(_SessionState):
                 used = {e: k.used_globals for e, k in self.compile(cpp).items()}
             except SlangCompileError:
                 pass  # e.g. barriers, which C++ lacks: then every global is required
-        if len(self._compiled) > 512:  # old revisions are only ever needed again through the disk cache
-            for old in list(self._compiled)[:256]:
-                del self._compiled[old]
+        if len(self.compiled) > 512:  # old revisions are only ever needed again through the disk cache
+            for old in list(self.compiled)[:256]:
+                del self.compiled[old]
         out = {}
         for e in names:
             ck = CompiledKernel(f"{key}/{e}", e, req.target, reply["code"][e], reply["reflection"], req.what,
                                 tuple(diags), req.module, req.source, tuple(n for _, n, _ in req.deps), used[e],
                                 req.chain, req.digests)
-            self._compiled[ck.key] = ck
+            self.compiled[ck.key] = ck
             out[e] = ck
         return out
 
-    def _compile_error(self, req: CompileRequest, diags: list[Diagnostic]) -> SlangCompileError:
-        sources = self._sources()
+    def compile_error(self, req: CompileRequest, diags: list[Diagnostic]) -> SlangCompileError:
+        sources = self.store.sources()
         sources[req.what] = req.source.split("\n", req.line_offset)[-1] if req.line_offset else req.source
         hint = ""
         if req.target == "cpp" and any(d.code == "E36107" for d in diags):
             hint = (" Slang's CPU target has no group barriers, atomics or wave operations (the notes "
                     "below name the construct): run this kernel with backend='vulkan' or 'cuda'.")
-        deps = [self._cells[n] for _, n, _ in req.deps if n in self._cells]
+        deps = [self.store.by_name[n] for _, n, _ in req.deps if n in self.store.by_name]
         clash = [(e, d.shown) for e in req.entries for d in deps if e in d.names]
         if clash and any(d.code == "E38000" for d in diags):
             e, other = clash[0]

@@ -1,0 +1,313 @@
+"""Two training workloads of the field, ours against slangpy's own code on the same GPU, in one run.
+
+    python3 bench/bench_workloads.py [--devices cuda,vulkan] [--workloads splat,neural] [--iterations 300]
+    python3 bench/bench_workloads.py --quick --devices vulkan      # lavapipe-sized, for debugging here
+
+1. splat: slangpy-samples' examples/simplified-splatting (200 blobs x 9 parameters, per-pixel L2 loss
+   through `bwd_diff`, the sample's Adam, 256x256 target). Ours: notebooks/10_gaussian_fit.ipynb's
+   Slang cells, run by a `Step` (slang_kernel.steps). Peer: the sample's main.py loop (perPixelLoss.bwds
+   then adamUpdate, one slangpy call each per iteration, its tev display left out) on
+   bench/peers/simplediffsplatting2d_0431.slang.
+2. neural: slangpy-samples' experiments/neuralnetwork model (frequency encoding of 6 octaves, three
+   64-wide linear layers with LeakyReLU, a linear layer to RGB, exp; L2 loss; Adam lr 0.0005;
+   256x256 samples per batch, a 512x512 texture). Ours: notebooks/11_neural_texture.ipynb's cells.
+   Peer: the same model, batch and optimiser for slangpy's functional API
+   (bench/peers/neural_texture_0431.slang), 10 batches per command encoder as the experiment's main.py.
+   The experiment's own code does not run on slangpy 0.43.1: its library (neuralnetworks/) is built
+   on GradOutTensor, removed with slangpy 0.41's unified tensors, and it opens a window (App).
+
+Both sides: the same seeds, initial parameters, target (matplotlib's grace_hopper.jpg, center
+square; the sample's jeep.jpg is a Git LFS object not in the repository snapshot) and iteration
+count; iterations/s over the timed iterations after a warm-up, the device waited for at the end;
+the final loss is computed the same way for both from the rendered result. Ratio = ours / slangpy.
+
+The port of the splatting sample to slangpy 0.43.1 (the shader's math is unchanged):
+- `GradInOutTensor<float, 1>` -> `DiffTensor<float, 1>` (read-only primal, atomic gradient output);
+  `blobsBuffer[idx]` -> `blobsBuffer[uint1(idx)]`; `blobs.blobsBuffer.primal.shape[0]` -> `.shape[0]`.
+- `GradInOutTensor<float4, 2> output` -> `WDiffTensor<float4, 2>`; `output.set({x, y}, v)` ->
+  `output.store(idx, v)` with `uint idx[2] = {x, y}` (the same dimension order).
+- `RWNDBuffer<uint, 1>` (clearDerivs, unused by main.py) -> `RWTensor<uint, 1>`.
+- `smoothstep` -> `smoothstepD`, the same polynomial written out: Slang 2026.12's smoothstep has no
+  backward derivative, and with it every gradient is 0 (the sample learns nothing; checked here).
+- main.py: `spy.Tensor.from_numpy(...).with_grads()` and `Tensor.empty(...).with_grads()` as before;
+  the random initial blobs come from a seeded generator (np.random.default_rng(0)).
+The neural peer restates the experiment's components (see the .slang file's header); one more change
+there: slangpy 0.43.1 lists a vector index's dimensions last first, so `weights[row, col]` is written
+`weights[uint2(col, row)]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+PEERS = Path(__file__).resolve().parent / "peers"
+
+
+def notebook_cells(name: str) -> dict[str, str]:
+    """The `%%slang NAME` cells of a notebook: the bench runs the notebook's own Slang."""
+    nb = json.loads((ROOT / "notebooks" / name).read_text())
+    out = {}
+    for c in nb["cells"]:
+        src = "".join(c["source"])
+        if c["cell_type"] == "code" and src.startswith("%%slang "):
+            head, _, body = src.partition("\n")
+            out[head.split()[1]] = body
+    return out
+
+
+def target_image(size: int) -> np.ndarray:
+    from PIL import Image
+    import matplotlib.cbook as cbook
+
+    with Image.open(cbook.get_sample_data("grace_hopper.jpg")) as im:
+        w, h = im.size
+        side = min(w, h)
+        im = im.convert("RGB").crop(((w - side) // 2, (h - side) // 2, (w + side) // 2, (h + side) // 2))
+        rgb = np.asarray(im.resize((size, size), Image.LANCZOS), np.float32) / 255.0
+    return np.concatenate([rgb, np.ones((size, size, 1), np.float32)], axis=-1)
+
+
+def xavier(rng: np.random.Generator, n_in: int, n_out: int) -> np.ndarray:
+    a = math.sqrt(3.0) * math.sqrt(2.0 / (n_in + n_out))
+    return rng.uniform(-a, a, (n_out, n_in)).astype(np.float32)
+
+
+# -- ours ---------------------------------------------------------------------------------------------
+
+class Ours:
+    def __init__(self, device: str, isolate: bool = True) -> None:
+        import tempfile
+        import slang_kernel as sk
+
+        self.tmp = tempfile.TemporaryDirectory()
+        self.s = sk.Session(backend=device, isolate=isolate, cache_dir=self.tmp.name)
+        self.b = self.s.backend
+
+    def dev(self, a: np.ndarray) -> Any:
+        a = np.ascontiguousarray(a)
+        if "device_buffers" in self.b.capabilities:
+            return self.b.buffer(a)
+        import cupy
+        return cupy.asarray(a)
+
+    def host(self, d: Any) -> np.ndarray:
+        return d.numpy() if hasattr(d, "numpy") else d.get()
+
+    def sync(self) -> None:
+        if self.b.name == "cuda":
+            import cupy
+            cupy.cuda.Device().synchronize()
+        # the Vulkan worker waits for the device at the end of every step call
+
+    def close(self) -> None:
+        self.s.close()
+        self.tmp.cleanup()
+
+
+def ours_splat(device: str, size: int, blobs: int, warm: int, iters: int, isolate: bool) -> tuple[float, float, str]:
+    from slang_kernel.steps import Step
+
+    o = Ours(device, isolate)
+    s = o.s
+    s.set_define("ATOMIC_GRADS", "1")
+    s.set_define("BLOB_COUNT", str(blobs))
+    for name, body in notebook_cells("10_gaussian_fit.ipynb").items():
+        s.run_cell(body, name=name)
+    target = target_image(size)
+    P = blobs * 9
+    rng = np.random.default_rng(0)
+    shared = dict(blobs=o.dev(rng.random(P, dtype=np.float32)), grads=o.dev(np.zeros(P, np.float32)))
+    moments, tgt = o.dev(np.zeros(2 * P, np.float32)), o.dev(target.reshape(-1, 4))
+    image = o.dev(np.zeros((size * size, 4), np.float32))
+    k = s.kernel
+    step = Step([(k("splatTrain"), dict(threads=(size, size, 1), target=tgt, size=(size, size))),
+                 (k("adamUpdate"), dict(threads=P, moments=moments, count=P))], shared=shared)
+    step(warm)
+    o.sync()
+    t0 = time.perf_counter()
+    for _ in range(iters // 10):
+        step(10)
+    step(iters % 10)
+    o.sync()
+    rate = iters / (time.perf_counter() - t0)
+    k("splatRender")(threads=(size, size, 1), image=image, size=(size, size), **shared)
+    frame = o.host(image).reshape(size, size, 4)
+    mode = step.mode
+    o.close()
+    return rate, splat_loss(frame, target), mode
+
+
+def ours_neural(device: str, res: int, batch: int, warm: int, iters: int, isolate: bool) -> tuple[float, float, str]:
+    from slang_kernel.steps import Step
+
+    o = Ours(device, isolate)
+    s = o.s
+    s.set_define("ATOMIC_GRADS", "1")
+    s.set_define("HIDDEN", "64")
+    s.set_define("SAMPLES_PER_THREAD", "1")
+    for name, body in notebook_cells("11_neural_texture.ipynb").items():
+        s.run_cell(body, name=name)
+    target = target_image(res)
+    rng = np.random.default_rng(0)
+    layers = [(24, 64), (64, 64), (64, 64), (64, 3)]
+    weights = np.concatenate([x for i, n in layers for x in (xavier(rng, i, n).ravel(), np.zeros(n, np.float32))])
+    P = weights.size
+    seeds = rng.integers(0, 2**32, batch, dtype=np.uint64).astype(np.uint32)
+    shared = dict(params=o.dev(weights), grads=o.dev(np.zeros(P, np.float32)))
+    state, rs = o.dev(np.zeros((P, 4), np.float32)), o.dev(seeds)
+    tgt, image = o.dev(target.reshape(-1, 4)), o.dev(np.zeros((res * res, 4), np.float32))
+    k = s.kernel
+    step = Step([(k("trainTexture"), dict(threads=batch, rng=rs, target=tgt, size=(res, res), lossScale=1.0 / batch)),
+                 (k("adamStep"), dict(threads=P, state=state, learningRate=0.0005))], shared=shared)
+    step(warm)
+    o.sync()
+    t0 = time.perf_counter()
+    for _ in range(iters // 10):
+        step(10)
+    step(iters % 10)
+    o.sync()
+    rate = iters / (time.perf_counter() - t0)
+    k("evalModel")(threads=(res, res, 1), image=image, size=(res, res), **shared)
+    frame = o.host(image).reshape(res, res, 4)
+    mode = step.mode
+    o.close()
+    return rate, neural_loss(frame, target), mode
+
+
+def splat_loss(frame: np.ndarray, target: np.ndarray) -> float:
+    return float(((frame[..., :3] - target[..., :3]) ** 2).sum(axis=-1).mean())
+
+
+def neural_loss(frame: np.ndarray, target: np.ndarray) -> float:
+    return float(((frame[..., :3] - target[..., :3]) ** 2).mean())
+
+
+# -- slangpy ------------------------------------------------------------------------------------------
+
+def spy_device(device: str) -> Any:
+    import slangpy as spy
+
+    dt = {"cuda": spy.DeviceType.cuda, "vulkan": spy.DeviceType.vulkan}[device]
+    return spy, spy.Device(type=dt, compiler_options={"include_paths": [spy.SHADER_PATH, str(PEERS)]})
+
+
+def peer_splat(device: str, size: int, blobs: int, warm: int, iters: int) -> tuple[float, float, str]:
+    spy, dev = spy_device(device)
+    module = spy.Module.load_from_file(dev, "simplediffsplatting2d_0431.slang")
+    if blobs != 200:
+        raise SystemExit("the sample's shader fixes 200 blobs (SIMPLE_BLOBCOUNT)")
+    target = target_image(size)
+    rng = np.random.default_rng(0)
+    b = spy.Tensor.from_numpy(dev, rng.random(blobs * 9, dtype=np.float32)).with_grads()
+    tex = dev.create_texture(data=target, width=size, height=size, format=spy.Format.rgba32_float,
+                             usage=spy.TextureUsage.shader_resource)
+    ppl = spy.Tensor.empty(dev, dtype=module.float4, shape=(size, size)).with_grads()
+    module.ones(ppl.grad_in)
+    m1, m2 = spy.Tensor.zeros_like(b), spy.Tensor.zeros_like(b)
+    cur = dev.create_texture(width=size, height=size, format=spy.Format.rgba32_float,
+                             usage=spy.TextureUsage.shader_resource | spy.TextureUsage.unordered_access)
+
+    def one() -> None:   # main.py's loop body
+        module.perPixelLoss.bwds(ppl, spy.grid(shape=(size, size)), b, tex)
+        module.adamUpdate(b, b.grad_out, m1, m2)
+
+    for _ in range(warm):
+        one()
+    dev.wait_for_idle()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        one()
+    dev.wait_for_idle()
+    rate = iters / (time.perf_counter() - t0)
+    module.renderBlobsToTexture(cur, b, spy.grid(shape=(size, size)))
+    frame = cur.to_numpy()
+    return rate, splat_loss(frame, target), "one call per kernel per iteration"
+
+
+def peer_neural(device: str, res: int, batch: int, warm: int, iters: int) -> tuple[float, float, str]:
+    spy, dev = spy_device(device)
+    module = spy.Module.load_from_file(dev, "neural_texture_0431.slang")
+    target = target_image(res)
+    rng = np.random.default_rng(0)
+
+    def layer(i: int, n: int) -> dict[str, Any]:
+        w = spy.Tensor.from_numpy(dev, xavier(rng, i, n)).with_grads()
+        return {"weights": w, "biases": spy.Tensor.from_numpy(dev, np.zeros(n, np.float32)).with_grads()}
+
+    model = {"l0": layer(24, 64), "l1": layer(64, 64), "l2": layer(64, 64), "l3": layer(64, 3)}
+    tensors = [t for lay in model.values() for t in lay.values()]
+    states = [(spy.Tensor.zeros_like(t), spy.Tensor.zeros_like(t), spy.Tensor.zeros_like(t)) for t in tensors]
+    seeds = spy.Tensor.from_numpy(dev, rng.integers(0, 2**32, batch, dtype=np.uint64).astype(np.uint32))
+    rngs = module.RNG(seeds)
+    tex = dev.create_texture(data=target, width=res, height=res, format=spy.Format.rgba32_float,
+                             usage=spy.TextureUsage.shader_resource)
+    sampler = dev.create_sampler(min_lod=0, max_lod=0)
+    span = np.linspace(0, 1, res, dtype=np.float32)
+    uvs = spy.Tensor.from_numpy(dev, np.ascontiguousarray(np.stack(np.broadcast_arrays(span[None, :], span[:, None]), axis=2)))
+
+    def run(n: int) -> None:   # main.py: batches appended to one command encoder, one submit
+        enc = dev.create_command_encoder()
+        for _ in range(n):
+            module.trainTexture.append_to(enc, model, rngs, tex, sampler, 1.0 / batch)
+            for t, (m, v, it) in zip(tensors, states):
+                module.adamStep.append_to(enc, t, t.grad_out, m, v, it, 0.0005)
+        dev.submit_command_buffer(enc.finish())
+
+    run(warm)
+    dev.wait_for_idle()
+    t0 = time.perf_counter()
+    for _ in range(iters // 10):
+        run(10)
+    if iters % 10:
+        run(iters % 10)
+    dev.wait_for_idle()
+    rate = iters / (time.perf_counter() - t0)
+    frame = module.evalModel(model, uvs, _result="numpy")
+    return rate, neural_loss(frame, target), "10 batches per command encoder"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--devices", default="cuda,vulkan")
+    ap.add_argument("--workloads", default="splat,neural")
+    ap.add_argument("--iterations", type=int, default=300)
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--quick", action="store_true", help="small sizes (32x32 splat, 1024-sample batches)")
+    ap.add_argument("--in-process", action="store_true", help="Vulkan: Session(isolate=False) (default: worker)")
+    a = ap.parse_args()
+    splat_size, res, batch = (32, 32, 1024) if a.quick else (256, 512, 256 * 256)
+    print(f"# bench_workloads: {a.iterations} timed iterations after {a.warmup} warm-up ones; python {sys.version.split()[0]}")
+    print(f"{'workload':8} {'device':7} {'ours it/s':>10} {'slangpy it/s':>13} {'ratio':>7} {'ours loss':>10} "
+          f"{'slangpy loss':>13} {'loss ratio':>10}  how ours replays / how slangpy ran")
+    runs: dict[str, tuple[Callable[..., tuple[float, float, str]], Callable[..., tuple[float, float, str]], tuple[int, ...]]] = {
+        "splat": (ours_splat, peer_splat, (splat_size, 200)),
+        "neural": (ours_neural, peer_neural, (res, batch)),
+    }
+    for w in a.workloads.split(","):
+        ours_fn, peer_fn, size = runs[w]
+        for d in a.devices.split(","):
+            try:
+                ro, lo, how_o = ours_fn(d, *size, a.warmup, a.iterations, not a.in_process)
+            except Exception as exc:  # noqa: BLE001 - print and go on to the next row
+                print(f"{w:8} {d:7} ours failed: {type(exc).__name__}: {str(exc)[:400]}")
+                continue
+            try:
+                rp, lp, how_p = peer_fn(d, *size, a.warmup, a.iterations)
+            except Exception as exc:  # noqa: BLE001
+                print(f"{w:8} {d:7} {ro:10.1f} slangpy failed: {type(exc).__name__}: {str(exc)[:400]}  (ours loss {lo:.5f})")
+                continue
+            print(f"{w:8} {d:7} {ro:10.1f} {rp:13.1f} {ro / rp:6.2f}x {lo:10.5f} {lp:13.5f} {lo / lp:10.3f}  "
+                  f"{how_o} / {how_p}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+"""The NaN/Inf finder's scan of a Vulkan device buffer, on the device (slang_kernel.finite).
+
+A float32 buffer's words are tested for an all-ones exponent (NaN or Inf) by a small compute kernel
+that keeps the smallest such index (InterlockedMin); a second one-thread kernel reads that element.
+Only two uints come back, never the buffer. The kernels are a module of their own, built once per
+device like any kernel (a CompiledKernel made here: its reflection is three plain parameters).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..cache import digest
+from ..compiled import CompiledKernel, ModuleSource
+from ..compiler.reflection import EntryPointInfo, ParamInfo, ProgramReflection, TypeInfo
+
+__all__ = ["GROUP", "first_nonfinite_f32"]
+
+GROUP = 256
+NONE = 0xFFFFFFFF
+SOURCE = f"""
+// slang-kernel: the NaN/Inf finder's device scan (backends/_vulkan_finite.py)
+[shader("compute")][numthreads({GROUP}, 1, 1)]
+void sk_finite_scan(uint3 t: SV_DispatchThreadID, uniform StructuredBuffer<uint> sk_data,
+                    uniform RWStructuredBuffer<uint> sk_first, uniform uint sk_n)
+{{
+    if (t.x < sk_n && (sk_data[t.x] & 0x7F800000u) == 0x7F800000u)
+        InterlockedMin(sk_first[0], t.x);
+}}
+
+[shader("compute")][numthreads(1, 1, 1)]
+void sk_finite_pick(uint3 t: SV_DispatchThreadID, uniform StructuredBuffer<uint> sk_data,
+                    uniform RWStructuredBuffer<uint> sk_first, uniform uint sk_n)
+{{
+    if (sk_first[0] < sk_n)
+        sk_first[1] = sk_data[sk_first[0]];
+}}
+"""
+_UINT = TypeInfo(kind="scalar", name="uint", size=4, alignment=4, stride=4, scalar="uint32")
+_PARAMS = (
+    ParamInfo("sk_data", TypeInfo(kind="resource", name="StructuredBuffer<uint>", alignment=1, element=_UINT,
+                                  shape="structured_buffer", access="read")),
+    ParamInfo("sk_first", TypeInfo(kind="resource", name="RWStructuredBuffer<uint>", alignment=1, element=_UINT,
+                                   shape="structured_buffer", access="read_write")),
+    ParamInfo("sk_n", _UINT),
+)
+
+
+def _kernel(entry: str, numthreads: tuple[int, int, int]) -> CompiledKernel:
+    tag = digest(SOURCE)[:12]
+    ep = EntryPointInfo(entry, "compute", numthreads, _PARAMS, 0)
+    refl = ProgramReflection("spirv", (ep,), (), 0)
+    module = ModuleSource(f"sk_finite_{tag}", SOURCE, "sk_finite_scan", "")
+    return CompiledKernel(f"sk_finite/{tag}/{entry}", entry, "spirv", "", refl, "sk_finite_scan", chain=(module,))
+
+
+_SCAN = _kernel("sk_finite_scan", (GROUP, 1, 1))
+_PICK = _kernel("sk_finite_pick", (1, 1, 1))
+
+
+def first_nonfinite_f32(buffer: Any) -> tuple[int, float] | None:
+    """(flat index, value) of the first NaN/Inf in a float32 Vulkan device buffer (a VulkanBuffer or
+    a worker's handle), found on the device; None when all of it is finite."""
+    n = int(buffer.nbytes // 4)
+    if n == 0:
+        return None
+    first = np.array([NONE, 0], np.uint32)
+    dispatch = buffer.backend.dispatch
+    dispatch(_SCAN, (-(-n // GROUP), 1, 1), {"sk_data": buffer, "sk_first": first, "sk_n": n})
+    if int(first[0]) == NONE:
+        return None
+    dispatch(_PICK, (1, 1, 1), {"sk_data": buffer, "sk_first": first, "sk_n": n})
+    return int(first[0]), float(first[1:2].view(np.float32)[0])

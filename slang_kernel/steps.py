@@ -1,0 +1,109 @@
+"""Step: a training step's kernel launches, bound once and replayed without Python work per launch.
+
+A training loop calls the same few kernels with the same device-resident buffers thousands of
+times; binding their parameters again at every call is most of the host's time per launch. A Step
+takes the launches once (kernel and parameters, as for a call), checks and binds them, and
+replays them ``times`` times per call:
+
+    step = Step([(splatTrain, dict(threads=(W, H, 1), target=t, size=(W, H))),
+                 (adamUpdate, dict(threads=P, moments=m, count=P))], shared=dict(blobs=b, grads=g))
+    step(100)        # 100 training steps
+
+How a backend replays (its "replay" capability): CUDA launches its cached argument blocks, or a CUDA
+graph of one step captured through CuPy; Vulkan records every launch of the call into one command
+buffer with one submission (in the worker process: one round trip per call, not per launch).
+Backends without it (the CPU) dispatch the launches one after another, as calls would.
+
+Parameters must be device-resident (CuPy arrays, `backend.buffer(...)`, the CPU's shared arrays)
+and are used as they are at each replay: the kernels see what earlier launches wrote. Scalars are
+fixed when the step is made. Re-running a kernel's cell rebinds the step at its next call.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from .backends import Backend, replay
+from .compiled import CompiledKernel
+from .kernels import ComputeKernel, check_parameters, groups_for
+
+__all__ = ["Launch", "Step"]
+
+Launch = tuple[CompiledKernel, tuple[int, int, int], Mapping[str, Any]]
+
+
+class Step:
+    """Launches replayed as one unit; ``step(times)`` runs them ``times`` times in order."""
+
+    def __init__(self, launches: Sequence[tuple[ComputeKernel, Mapping[str, Any]]],
+                 shared: Mapping[str, Any] | None = None) -> None:
+        """launches: (kernel, parameters) pairs, parameters as for a call (``threads=``/``groups=``
+        included); shared: parameters given to every launch that has them (the globals of a cell)."""
+        if not launches:
+            raise ValueError("Step(): give at least one (kernel, parameters) pair")
+        self._given = [(k, dict(p)) for k, p in launches]
+        for i, (k, _) in enumerate(self._given):
+            if not isinstance(k, ComputeKernel):
+                raise TypeError(f"Step(): launch {i} is {type(k).__name__}, not a ComputeKernel (s.kernel(name))")
+        self._shared = dict(shared or {})
+        self._built: list[CompiledKernel] = []
+        self._backend: Backend | None = None
+        self._replay: Any = None
+
+    def _launches(self) -> list[Launch]:
+        out: list[Launch] = []
+        for kernel, params in self._given:
+            ck = kernel.compiled()
+            p = dict(params)
+            threads, groups = p.pop("threads", None), p.pop("groups", None)
+            names = ck.parameter_names
+            p.update({n: v for n, v in self._shared.items() if n in names and n not in p})
+            check_parameters(ck, p)
+            out.append((ck, groups_for(ck.entry_point, threads, groups), p))
+        return out
+
+    def _current(self) -> bool:
+        backend = self._given[0][0].session.backend
+        return (self._replay is not None and backend is self._backend
+                and all(k.compiled() is ck for (k, _), ck in zip(self._given, self._built)))
+
+    def bind(self) -> None:
+        """Check and bind the launches now (the first call does it; a re-run cell makes it again)."""
+        launches = self._launches()
+        backend = self._given[0][0].session.backend
+        prepared = replay(backend).prepare_step(launches) if "replay" in backend.capabilities else None
+        self._replay = prepared if prepared is not None else _Sequential(backend, launches)
+        self._backend = backend
+        self._built = [ck for ck, _, _ in launches]
+
+    @property
+    def mode(self) -> str:
+        """How the backend replays the step now: "cuda graph" (once it was captured, at the first
+        call), "cached launches", "one command buffer per call", ...; "" before the first call."""
+        return str(getattr(self._replay, "mode", "")) if self._replay is not None else ""
+
+    def __call__(self, times: int = 1) -> None:
+        if type(times) is not int or times < 0:
+            raise ValueError(f"Step(times): a non-negative int; got {times!r}")
+        if not self._current():
+            self.bind()
+        self._replay.run(times)
+
+    def __repr__(self) -> str:
+        names = ", ".join(k.name for k, _ in self._given)
+        return f"<Step [{names}]{' ' + self.mode if self.mode else ''}>"
+
+
+class _Sequential:
+    """The fallback: each launch dispatched as a call would."""
+
+    mode = "one dispatch per launch"
+
+    def __init__(self, backend: Backend, launches: list[Launch]) -> None:
+        self.backend, self.launches = backend, [(ck, g, v) for ck, g, v in launches if 0 not in g]
+
+    def run(self, times: int) -> None:
+        dispatch = self.backend.dispatch
+        for _ in range(times):
+            for ck, g, v in self.launches:
+                dispatch(ck, g, v)

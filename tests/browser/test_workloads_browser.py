@@ -1,0 +1,66 @@
+"""The training notebooks (10_gaussian_fit, 11_neural_texture) in JupyterLab, on the CPU backend at
+their reduced size: the fit's view is redrawn while the training cell runs, and the tqdm progress
+bar reaches the end."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import time
+
+import pytest
+
+NOTEBOOKS = pathlib.Path(__file__).resolve().parents[2] / "notebooks"
+SETUP = ('import os\nos.environ["SLANG_KERNEL_BACKEND"] = "cpu"   # %slang_backend reads it\n'
+         'os.environ["SLANG_KERNEL_QUICK"] = "1"')
+
+
+@pytest.fixture(params=["10_gaussian_fit", "11_neural_texture"])
+def lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, lab_tools) -> object:
+    root = tmp_path_factory.mktemp("workloads")
+    name = request.param
+    nb = json.loads((NOTEBOOKS / f"{name}.ipynb").read_text())
+    nb["cells"].insert(0, {"cell_type": "code", "execution_count": None, "id": "setup", "metadata": {},
+                           "outputs": [], "source": SETUP})
+    source = root / "source.ipynb"
+    source.write_text(json.dumps(nb))
+    with lab_tools.jupyterlab(root, notebook=f"{name}.ipynb", source=source) as url:
+        yield url, name
+
+
+def test_fit_is_drawn_live_with_a_progress_bar(lab: tuple[str, str], lab_tools) -> None:
+    url, name = lab
+    with lab_tools.chromium_page(f"{name}_browser_failure.png") as page:
+        page.goto(url)
+        page.wait_for_selector(".jp-Notebook", timeout=60_000)
+        page.get_by_text("| Idle").first.wait_for(timeout=60_000)
+        page.locator(".jp-Notebook .jp-Cell").first.click()
+        page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+        page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+
+        view = page.locator(".sk-img").first
+        view.wait_for(timeout=120_000)
+        # while the training cell runs ([*]), the view's drawn-frame count keeps growing
+        training = page.locator(".jp-Notebook .jp-CodeCell").filter(has=page.locator(".sk-img")).first
+        seen: set[int] = set()
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            running = "[*]" in training.locator(".jp-InputPrompt").text_content()
+            frames = int(view.get_attribute("data-frames") or 0)
+            if running:
+                seen.add(frames)
+            elif seen:
+                break
+            page.wait_for_timeout(100)
+        assert len([f for f in seen if f > 0]) >= 2, f"the view was not redrawn while training: {sorted(seen)}"
+
+        page.wait_for_function(
+            "() => { const p = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')];"
+            " return p.length > 0 && p.every((e) => /\\[\\d+\\]/.test(e.textContent)); }", timeout=120_000)
+        training.scroll_into_view_if_needed()      # JupyterLab renders only the cells in view
+        bar = training.locator(".widget-hprogress").first   # tqdm.auto: an ipywidgets progress bar
+        bar.wait_for(timeout=10_000)
+        text = training.locator(".jp-OutputArea").text_content() or ""
+        assert "60/60" in text, text[-400:]
+        assert "Traceback" not in text
+        training.screenshot(path=str(lab_tools.ARTIFACTS / f"{name}_browser.png"))
