@@ -30,7 +30,7 @@ import dataclasses
 import re
 
 from .compiled import CompiledKernel
-from .scanner import blank, closing, declarations
+from .scanner import apply_edits, blank, declarations, index_sites
 
 __all__ = ["CPP_PRELUDE", "CUDA_PRELUDE", "clamp_array_indices", "webgpu_kernel"]
 
@@ -88,23 +88,15 @@ def clamp_array_indices(source: str) -> str:
     arrays = _top_level_arrays(source, masked)
     if not arrays:
         return source
-    text = source
+    edits: list[tuple[int, int, str]] = []
     for name, (after, size) in arrays.items():
-        pattern = re.compile(rf"(?<![\w.]){re.escape(name)}\s*\[")
-        pos = after
-        while (m := pattern.search(masked, pos)) is not None:
-            open_at = m.end() - 1
-            if _declares(masked, m.start()):            # `int a[2]`: another `a`, declared here
-                pos = open_at + 1
+        for at, open_, close in index_sites(source, name, after, _b=masked):
+            if _declares(masked, at):                   # `int a[2]`: another `a`, declared here
                 continue
-            end = closing(masked, open_at) - 1          # the `]`
-            if end <= open_at or masked[end] != "]":
-                break
-            text = text[:open_at + 1] + f"_sk_webgpu_index(uint({text[open_at + 1:end]}), uint({size}))" + text[end:]
-            masked = masked[:open_at + 1] + f"_sk_webgpu_index(uint({masked[open_at + 1:end]}), uint({size}))" \
-                + masked[end:]
-            pos = open_at + 1   # indices nested inside this one are rewritten too
-    return text + _HELPER
+            # insertions only, so indices nested inside this one are rewritten too
+            edits.append((open_ + 1, open_ + 1, "_sk_webgpu_index(uint("))
+            edits.append((close, close, f"), uint({size}))"))
+    return apply_edits(source, edits) + _HELPER
 
 
 def webgpu_kernel(ck: CompiledKernel) -> CompiledKernel:

@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-__all__ = ["IDENT", "Decl", "blank", "closing", "conformances", "declarations", "declared_names", "mentions", "split_commas",
-           "uncommented", "visibility_variant"]
+__all__ = ["IDENT", "Decl", "apply_edits", "blank", "closing", "conformances", "declarations", "declared_names",
+           "entry_definition", "index_sites", "mentions", "split_commas", "uncommented", "visibility_variant"]
 
 _COMMENT_OR_STRING = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"' + r"|'(?:\\.|[^'\\\n])*'", re.S)
 IDENT = _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -306,3 +306,51 @@ def visibility_variant(text: str, hidden: Iterable[str]) -> str:
         last = pos + len("public") + 1 if pos in drop else pos
     out.append(text[last:])
     return "".join(out)
+
+
+def apply_edits(text: str, edits: Iterable[tuple[int, int, str]]) -> str:
+    """The text with each edit (start, end, replacement) applied, all at offsets of the original text:
+    edits must not overlap (insertions have start == end; those at one offset go in the given order)."""
+    out, pos = [], 0
+    for start, end, repl in sorted(edits, key=lambda e: (e[0], e[1])):
+        out.append(text[pos:start])
+        out.append(repl)
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+_AFTER_PARAMS = re.compile(r"\s*(:\s*\w+\s*)?\{")
+
+
+def entry_definition(text: str, name: str, *, _b: str | None = None) -> tuple[int, int, int, int] | None:
+    """(open paren, close paren, body start, body end) of the last definition of function `name` in the
+    text (a call or a declaration without a body does not count; a `: SV_Target`-style semantic may sit
+    between the parameters and the body), or None. Body start is just past `{`, body end is its `}`."""
+    b = blank(text) if _b is None else _b
+    found = None
+    for m in re.finditer(rf"\b{re.escape(name)}\s*\(", b):
+        close = closing(b, m.end() - 1) - 1
+        if close >= len(b) or b[close] != ")":
+            continue
+        after = _AFTER_PARAMS.match(b, close + 1)
+        if after is not None:
+            found = (m.end() - 1, close, after.end(), closing(b, after.end() - 1) - 1)
+    return found
+
+
+def index_sites(text: str, name: str, start: int = 0, end: int | None = None, *,
+                _b: str | None = None) -> Iterator[tuple[int, int, int]]:
+    """(name start, `[`, its `]`) of each `name[...]` outside comments and strings whose `[` lies in
+    [start, end). `name` may be a dotted path (`p.inner`, spaces allowed around the dots); a name right
+    after a `.` or inside a longer identifier does not count. Unclosed brackets are skipped."""
+    b = blank(text) if _b is None else _b
+    hi = len(b) if end is None else end
+    dotted = r"\s*\.\s*".join(re.escape(part) for part in name.split("."))
+    for m in re.finditer(rf"(?<![\w.]){dotted}\s*\[", b):
+        open_ = m.end() - 1
+        if not start <= open_ < hi:
+            continue
+        close = closing(b, open_) - 1
+        if close > open_ and close < len(b) and b[close] == "]":
+            yield m.start(), open_, close

@@ -165,16 +165,10 @@ def instrument(source: str, entry: str | None, names: list[str] | None = None) -
     names = [] if names is None else names
     edits: list[tuple[int, int, str]] = []
     if entry is not None:
-        entry_at = None
-        for m in _code_positions(source, re.compile(rf"\b{re.escape(entry)}\s*\(")):
-            close = _close(source, m.end() - 1)
-            after = re.compile(r"\s*(:\s*\w+\s*)?\{").match(source, close + 1)
-            if after is None:
-                continue  # a call or a declaration, not the definition
-            entry_at = (m.end() - 1, close, after.end())
+        entry_at = scanner.entry_definition(source, entry)
         if entry_at is None:
             raise ValueError(f"could not find the definition of `{entry}` in its cell")
-        open_, close, body = entry_at
+        open_, close, body, _ = entry_at
         params = source[open_ + 1:close]
         sep = ", " if params.strip() else ""
         edits.append((close, close, f"{sep}uint3 sk_debug_tid_ : SV_DispatchThreadID"))
@@ -191,13 +185,7 @@ def instrument(source: str, entry: str | None, names: list[str] | None = None) -
         if name not in names:
             names.append(name)
         edits.append((m.start(), m.end(), f"sk_debug_value_({names.index(name)}u,"))
-    out, pos = [], 0
-    for start, end, text in sorted(edits, key=lambda e: (e[0], e[1])):
-        out.append(source[pos:start])
-        out.append(text)
-        pos = end
-    out.append(source[pos:])
-    return "".join(out) + (_PRELUDE if entry is not None else ""), tuple(names)
+    return scanner.apply_edits(source, edits) + (_PRELUDE if entry is not None else ""), tuple(names)
 
 
 # -- running it ---------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ import numpy as np
 from ..compiled import CompiledKernel
 from ..compiler.reflection import ParamInfo, TypeInfo
 from ..errors import BoundsError, VulkanCompileError
-from ..scanner import blank, closing, split_commas
+from ..scanner import apply_edits, blank, closing, entry_definition, index_sites, split_commas
 
 __all__ = ["REPORT", "Checked", "checked_paths", "checked_variant", "dispatch_checked", "instrument", "is_variant",
            "raise_report", "with_variants"]
@@ -112,18 +112,6 @@ _SHAPES = {"texture_1d", "texture_2d", "texture_3d"}
 _LOAD_BYTES = {"Load": 4, "Load2": 8, "Load3": 12, "Load4": 16, "Store": 4, "Store2": 8, "Store3": 12, "Store4": 16}
 
 
-def _entry_at(b: str, entry: str) -> tuple[int, int, int, int] | None:
-    """(open paren, close paren, body start, body end) of the entry point's definition in the
-    blanked text `b` (scanner.blank: comments and strings do not count, offsets are the source's)."""
-    found = None
-    for m in re.finditer(rf"\b{re.escape(entry)}\s*\(", b):
-        close = closing(b, m.end() - 1) - 1
-        after = re.compile(r"\s*(:\s*\w+\s*)?\{").match(b, close + 1)
-        if after is not None:
-            found = (m.end() - 1, close, after.end(), closing(b, after.end() - 1) - 1)
-    return found
-
-
 def instrument(source: str, entry: str, paths: list[tuple[str, TypeInfo]], entry_only: bool = False) -> tuple[str, bool]:
     """The checked text of the kernel's cell (see the module docstring; lines keep their numbers), and
     whether it records the thread id (the entry point's definition was found in the text).
@@ -131,7 +119,7 @@ def instrument(source: str, entry: str, paths: list[tuple[str, TypeInfo]], entry
     helper function has a local of a parameter's name, which the whole-cell rewrite cannot check)."""
     b = blank(source)
     edits: list[tuple[int, int, str]] = []
-    at = _entry_at(b, entry)
+    at = entry_definition(source, entry, _b=b)
     lo, hi = 0, len(source)
     if at is not None:
         open_, close, body, end = at
@@ -156,20 +144,10 @@ def instrument(source: str, entry: str, paths: list[tuple[str, TypeInfo]], entry
                 edits.append((start + 1, start + 1, f"sk_chkb_({path}, uint("))
                 edits.append((end, end, f"), {size}u, {pid}u)"))
             continue
-        for m in re.finditer(rf"(?<![\w.]){dotted}\s*\[", b):
-            start = m.end() - 1
-            if not lo <= start < hi:
-                continue
-            end = closing(b, start) - 1
-            edits.append((start + 1, start + 1, f"sk_chk_({path}, "))
-            edits.append((end, end, f", {pid}u)"))
-    out, pos = [], 0
-    for start, end, text in sorted(edits, key=lambda e: (e[0], e[1])):
-        out.append(source[pos:start])
-        out.append(text)
-        pos = end
-    out.append(source[pos:])
-    return "".join(out) + _HELPERS, at is not None
+        for _, open_, close in index_sites(source, path, lo, hi, _b=b):
+            edits.append((open_ + 1, open_ + 1, f"sk_chk_({path}, "))
+            edits.append((close, close, f", {pid}u)"))
+    return apply_edits(source, edits) + _HELPERS, at is not None
 
 
 @dataclasses.dataclass(frozen=True)
