@@ -2,15 +2,15 @@
 
 A line-by-line port (test-only, no slang_kernel code) of, in the public shader-slang/slang-playground at
 461eaa9:
-- `engine/slang-compilation-engine/src/playgroundCompiler.ts` (`compilePlayground`: bindings, resource
-  commands, uniform controllers, uniform size, call commands, all read off Slang's reflection JSON);
+- `engine/slang-compilation-engine/src/playgroundCompiler.ts` (`compilePlayground`: compiler.py);
 - `engine/playground-render-canvas/src/RenderCanvas.vue` (`onRun`: one pipeline per call command with
   the layout minus a command's own indirect buffer; `processResourceCommands`; `execFrame`: uniforms
   written, the print buffer cleared, call commands dispatched in reflection order with CALL::ONCE
   ones on the first frame only, workgroups rounded up; `writeUniformData`);
 - `engine/playground-render-canvas/src/pass_through.ts` (the canvas: `outputTexture` drawn by a
   full-screen quad whose uv (0,0) sits at the bottom-left, so the texture is shown flipped);
-- `engine/playground-render-canvas/src/canvasUtils.ts` (`parsePrintfBuffer` and the printf formatting).
+- `engine/playground-render-canvas/src/canvasUtils.ts` (`parsePrintfBuffer` and the printf formatting:
+  printing.py).
 
 What the browser adds and this does not: the canvas is `width` x `height` pixels (the Playground's is
 the page's size); TIME is the frame time the caller passes (the Playground's requestAnimationFrame
@@ -22,17 +22,18 @@ from __future__ import annotations
 
 import io
 import math
-from dataclasses import dataclass, field
-from decimal import ROUND_HALF_UP, Decimal
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 import wgpu
 
-from .slang_wgsl import CompiledShader, compile_wgsl
+from .compiler import ACCESS, TEXEL_BYTES, compile_playground, scalar_bits, size_of, texture_format
+from .printing import parse_printf_buffer
+from .slang_wgsl import compile_wgsl
 
-__all__ = ["Mouse", "PlaygroundRuntime", "device", "format_printf"]
+__all__ = ["Mouse", "PlaygroundRuntime", "device"]
 
 _device: Any = None
 
@@ -43,257 +44,6 @@ def device() -> Any:
     if _device is None:
         _device = wgpu.gpu.request_adapter_sync(power_preference="high-performance").request_device_sync()
     return _device
-
-
-# -- playgroundCompiler.ts / compilationUtils.ts ------------------------------------------------------
-
-_FORMATS = {"rgba32f": "rgba32float", "rgba16f": "rgba16float", "rg32f": "rg32float", "r32f": "r32float",
-            "r16f": "r16float", "rgba8": "rgba8unorm", "rg8": "rg8unorm", "r8": "r8unorm", "r32ui": "r32uint",
-            "r32i": "r32sint", "rgba32ui": "rgba32uint", "rgba32i": "rgba32sint", "rgba8ui": "rgba8uint"}
-_ACCESS = {"readWrite": "read-write", "write": "write-only", "read": "read-only"}
-_TEXEL_BYTES = {"r8unorm": 1, "r32float": 4, "r32uint": 4, "r32sint": 4, "rgba8unorm": 4, "rg32float": 8,
-                "rgba16float": 8, "rgba32float": 16, "rgba32uint": 16, "rgba32sint": 16, "r16float": 2,
-                "rg8unorm": 2, "rgba8uint": 4}
-
-
-def _scalar_bits(scalar: str) -> int:
-    return int("".join(c for c in scalar if c.isdigit()))
-
-
-def _texture_format(refl_param: dict[str, Any], access: str | None) -> str:
-    """getBindingDescriptor / getTextureFormat: [format] if given, else from the texel type."""
-    if refl_param.get("format"):
-        return _FORMATS[refl_param["format"]]
-    rt = refl_param["type"]["resultType"]
-    if rt["kind"] == "scalar":
-        n, scalar = 1, rt["scalarType"]
-    else:
-        n, scalar = rt["elementCount"], rt["elementType"]["scalarType"]
-    if access == "read-write" and n > 1:
-        raise ValueError("There are no texture formats available with more than 1 component that are read-write")
-    kind = scalar.rstrip("0123456789")
-    kind = "sint" if kind == "int" else kind
-    rep = f"{_scalar_bits(scalar)}{kind}"
-    return ("r" if n == 1 else "rg" if n == 2 else "rgba") + rep
-
-
-def _size_of(t: dict[str, Any]) -> int:
-    """getSize(reflectionType)."""
-    if t["kind"] == "scalar":
-        return _scalar_bits(t["scalarType"]) // 8
-    if t["kind"] == "vector":
-        n = 4 if t["elementCount"] == 3 else t["elementCount"]
-        return n * _size_of(t["elementType"])
-    if t["kind"] == "struct":
-        align = max(f["binding"]["size"] for f in t["fields"])
-        end = max(f["binding"]["offset"] + f["binding"]["size"] for f in t["fields"])
-        return math.ceil(end / align) * align
-    raise ValueError(f"getSize: unsupported {t['kind']}")
-
-
-def _binding(p: dict[str, Any]) -> dict[str, Any]:
-    """getBindingDescriptor: the GPUBindGroupLayoutEntry of one parameter."""
-    t, b = p["type"], p["binding"]
-    entry: dict[str, Any] = {"binding": b["index"] if b["kind"] == "descriptorTableSlot" else 0,
-                             "visibility": wgpu.ShaderStage.COMPUTE}
-    if t["kind"] == "resource":
-        if t["baseShape"] in ("texture2D", "texture3D"):
-            dim = "3d" if t["baseShape"] == "texture3D" else "2d"
-            if t.get("access") is None:
-                entry["texture"] = {"view_dimension": dim}
-            else:
-                access = _ACCESS[t["access"]]
-                entry["storage_texture"] = {"access": access, "format": _texture_format(p, access),
-                                            "view_dimension": dim}
-        elif t["baseShape"] == "structuredBuffer":
-            entry["buffer"] = {"type": "storage" if t.get("access") == "readWrite" else "read-only-storage"}
-        else:
-            raise ValueError(f"Could not generate binding for {p['name']}")
-    elif t["kind"] == "samplerState":
-        entry["sampler"] = {}
-    elif b["kind"] == "uniform":
-        entry["buffer"] = {"type": "uniform"}
-    return entry
-
-
-@dataclass
-class CallCommand:
-    fn: str
-    type: str                   # FIXED_SIZE, RESOURCE_BASED, INDIRECT
-    size: tuple[int, ...] = ()
-    resource: str = ""
-    element_size: int | None = None
-    offset: int = 0
-    once: bool = False
-
-
-@dataclass
-class CompiledPlayground:
-    shader: CompiledShader
-    layout: dict[str, dict[str, Any]]
-    resource_commands: list[tuple[str, str, list[Any], dict[str, Any]]]   # (name, type, args, param)
-    uniforms: list[tuple[str, str, int, str, list[Any]]]   # (name, type, offset, scalarType, args)
-    uniform_size: int
-    calls: list[CallCommand]
-
-
-def compile_playground(shader: CompiledShader) -> CompiledPlayground:
-    refl = shader.reflection
-    params = refl["parameters"]
-    layout = {p["name"]: _binding(p) for p in params}
-    if any(p["binding"]["kind"] == "uniform" for p in params):
-        for p in params:
-            if p["binding"]["kind"] == "uniform":
-                layout.pop(p["name"], None)
-        layout["uniformInput"] = {"binding": 0, "visibility": wgpu.ShaderStage.COMPUTE,
-                                  "buffer": {"type": "uniform"}}
-    resources: list[tuple[str, str, list[Any], dict[str, Any]]] = []
-    uniforms: list[tuple[str, str, int, str, list[Any]]] = []
-    for p in params:
-        for a in p.get("userAttribs") or []:
-            if not a["name"].startswith("playground_"):
-                continue
-            kind, args = a["name"][len("playground_"):], list(a.get("arguments", []))
-            if kind in ("ZEROS", "SAMPLER", "RAND", "BLACK", "BLACK_3D", "BLACK_SCREEN", "URL", "DATA"):
-                resources.append((p["name"], kind, args, p))
-            elif kind in ("SLIDER", "COLOR_PICK", "TIME", "FRAME_ID", "MOUSE_POSITION", "KEY"):
-                t = p["type"]
-                scalar = t.get("scalarType") or (t.get("elementType") or {}).get("scalarType", "float32")
-                uniforms.append((p["name"], kind, p["binding"]["offset"], scalar, args))
-    size = 0
-    for p in params:
-        if p["binding"]["kind"] == "uniform":
-            size = max(size, p["binding"]["offset"] + p["binding"]["size"])
-    calls: list[CallCommand] = []
-    for ep in refl["entryPoints"]:
-        cmd: CallCommand | None = None
-        once = False
-        for a in ep.get("userAttribs") or []:
-            n, args = a["name"], a.get("arguments", [])
-            if n == "playground_CALL_SIZE_OF":
-                rp = next(q for q in params if q["name"] == args[0])
-                es = _size_of(rp["type"]["resultType"]) if rp["type"].get("baseShape") == "structuredBuffer" else None
-                cmd = CallCommand(ep["name"], "RESOURCE_BASED", resource=args[0], element_size=es)
-            elif n == "playground_CALL":
-                cmd = CallCommand(ep["name"], "FIXED_SIZE", size=tuple(int(x) for x in args))
-            elif n == "playground_CALL_INDIRECT":
-                cmd = CallCommand(ep["name"], "INDIRECT", resource=args[0], offset=int(args[1]))
-            elif n == "playground_CALL_ONCE":
-                once = True
-        if cmd is not None:
-            cmd.once = once
-            calls.append(cmd)
-    return CompiledPlayground(shader, layout, resources, uniforms, math.ceil(size / 16) * 16, calls)
-
-
-# -- canvasUtils.ts: printf -------------------------------------------------------------------------
-
-_PRINTF = __import__("re").compile(r"%([-+ #0]*)(\d*)(\.\d+)?([diufFeEgGxXosc])")
-
-
-def _js_fixed(x: float, digits: int) -> str:
-    """Number.prototype.toFixed: the exact double, ties away from zero in magnitude (larger n)."""
-    q = Decimal(x).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
-    s = f"{q:f}"
-    return s if not (q == 0 and s.startswith("-")) else s[1:]
-
-
-def _js_exponential(x: float, digits: int) -> str:
-    """Number.prototype.toExponential(digits): d.ddde+X (no zero padding of the exponent)."""
-    if x == 0:
-        return "0" + ("." + "0" * digits if digits else "") + "e+0"
-    d = Decimal(x)
-    e = d.copy_abs().adjusted()
-    m = (d.scaleb(-e)).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
-    if abs(m) >= 10:
-        e += 1
-        m = (d.scaleb(-e)).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
-    return f"{m:f}e{'+' if e >= 0 else '-'}{abs(e)}"
-
-
-def _js_precision(x: float, p: int) -> str:
-    """Number.prototype.toPrecision(p)."""
-    if x == 0:
-        return "0" + ("." + "0" * (p - 1) if p > 1 else "")
-    e = Decimal(x).copy_abs().adjusted()
-    r = float(Decimal(x).scaleb(-e).quantize(Decimal(1).scaleb(-(p - 1)), rounding=ROUND_HALF_UP))
-    if abs(r) >= 10:
-        e += 1
-    if e < -6 or e >= p:
-        return _js_exponential(x, p - 1)
-    return _js_fixed(x, p - 1 - e)
-
-
-def format_printf(fmt: str, data: list[Any]) -> str:
-    """formatPrintfString(parsePrintfFormat(fmt), data), as canvasUtils.ts formats."""
-    out, last, i = [], 0, 0
-    for m in _PRINTF.finditer(fmt):
-        out.append(fmt[last:m.start()])
-        last = m.end()
-        flags, width, prec, conv = m.groups()
-        value = data[i] if i < len(data) else None
-        i += 1
-        p = int(prec[1:]) if prec else 6
-        if conv in "di":
-            v = int(value) & 0xFFFFFFFF
-            s = str(v - (1 << 32) if v >= 1 << 31 else v)
-        elif conv in "uoxX":
-            v = abs(int(value))
-            s = str(v) if conv == "u" else format(v, "o" if conv == "o" else "x")
-            s = s.upper() if conv == "X" else s
-        elif conv in "fF":
-            s = _js_fixed(float(value), p)
-        elif conv in "eE":
-            s = _js_exponential(float(value), p)
-            s = s.upper() if conv == "E" else s
-        elif conv in "gG":
-            s = _js_precision(float(value), p)
-        elif conv == "c":
-            s = chr(int(value))
-        else:
-            s = str(value)
-            s = s[:p] if prec else s
-        if width:
-            w = int(width)
-            num = float(value) if isinstance(value, (int, float)) else math.nan
-            if "+" in flags and num >= 0:
-                s = "+" + s
-            elif " " in flags and num >= 0:
-                s = " " + s
-            if len(s) < w:
-                pad = ("0" if "0" in flags and "-" not in flags else " ") * (w - len(s))
-                s = s + pad if "-" in flags else pad + s
-        out.append(s)
-    out.append(fmt[last:])
-    return "".join(out)
-
-
-def parse_printf_buffer(hashed: dict[int, str], words: np.ndarray) -> list[str]:
-    """parsePrintfBuffer: records of (type, low, high) uint32 triples."""
-    w = words.view(np.uint32).reshape(-1, 3)
-    out: list[str] = []
-    fmt, data = "", []   # type: ignore[var-annotated]
-    for k in range(w.shape[0]):
-        t, low = int(w[k, 0]), int(w[k, 1])
-        if t == 1:
-            fmt = hashed[low]
-        elif t == 2:
-            data.append(hashed.get(low))
-        elif t == 3:
-            data.append(low)
-        elif t == 4:
-            data.append(float(np.uint32(low).view(np.float32)))
-        elif t == 5:
-            data.append(0)
-        elif t == 0xFFFFFFFF:
-            out.append(format_printf(fmt, data))
-            fmt, data = "", []
-            if k < w.shape[0] - 1 and int(w[k + 1, 0]) != 1:
-                return out
-    if fmt != "":
-        out.append(format_printf(fmt, data))
-        out.append("Print buffer is out of boundary, some data is missing!!!")
-    return out
 
 
 # -- RenderCanvas.vue ---------------------------------------------------------------------------------
@@ -386,13 +136,13 @@ class PlaygroundRuntime:
             extra = BU.INDIRECT if name in indirect else 0
             if kind in ("ZEROS", "RAND", "DATA"):
                 if kind == "ZEROS":
-                    data = np.zeros(int(args[0]) * _size_of(p["type"]["resultType"]), np.uint8)
+                    data = np.zeros(int(args[0]) * size_of(p["type"]["resultType"]), np.uint8)
                 elif kind == "RAND":
                     data = np.asarray(rand[name], np.float32).view(np.uint8)
                     assert data.size == int(args[0]) * 4, f"RAND({args[0]}) of {name}: {data.size // 4} given"
                 else:
                     raw = (self.base_dir / args[0]).read_bytes()
-                    es = _size_of(p["type"]["resultType"])
+                    es = size_of(p["type"]["resultType"])
                     data = np.frombuffer(raw[:len(raw) // es * es], np.uint8)
                 buf = dev.create_buffer(size=data.size, usage=BU.STORAGE | BU.COPY_DST | BU.COPY_SRC | extra)
                 dev.queue.write_buffer(buf, 0, data)
@@ -412,12 +162,12 @@ class PlaygroundRuntime:
                 usage = TU.TEXTURE_BINDING | TU.COPY_DST | TU.COPY_SRC | TU.STORAGE_BINDING
                 tex = dev.create_texture(size=size, format=fmt, usage=usage,
                                          dimension="3d" if kind == "BLACK_3D" else "2d")
-                bpt = _TEXEL_BYTES[fmt]
+                bpt = TEXEL_BYTES[fmt]
                 dev.queue.write_texture({"texture": tex}, np.zeros(size[0] * size[1] * size[2] * bpt, np.uint8),
                                         {"bytes_per_row": size[0] * bpt, "rows_per_image": size[1]}, size)
                 self.res[name] = tex
             elif kind == "URL":
-                fmt = _texture_format(p, _ACCESS[p["type"].get("access") or "read"])
+                fmt = texture_format(p, ACCESS[p["type"].get("access") or "read"])
                 rgba = self._image((self.base_dir / args[0]).read_bytes())
                 h, w = rgba.shape[:2]
                 tex = dev.create_texture(size=(w, h, 1), format=fmt,
@@ -425,7 +175,7 @@ class PlaygroundRuntime:
                 data = rgba if fmt == "rgba8unorm" else (rgba.astype(np.float32) / 255.0)
                 assert fmt in ("rgba8unorm", "rgba32float"), fmt
                 dev.queue.write_texture({"texture": tex}, np.ascontiguousarray(data),
-                                        {"bytes_per_row": w * _TEXEL_BYTES[fmt], "rows_per_image": h}, (w, h, 1))
+                                        {"bytes_per_row": w * TEXEL_BYTES[fmt], "rows_per_image": h}, (w, h, 1))
                 self.res[name] = tex
         if "g_printedBuffer" in self.res:
             self.res["printfBufferRead"] = self.res["g_printedBuffer"]
@@ -454,7 +204,7 @@ class PlaygroundRuntime:
             elif kind == "MOUSE_POSITION":
                 data = [m.x, m.y, m.down_x * (-1 if m.is_down else 1), m.down_y * (-1 if m.clicked else 1)]
                 for i, v in enumerate(data):
-                    _write(buf, scalar, off + i * _scalar_bits(scalar) // 8, v)
+                    _write(buf, scalar, off + i * scalar_bits(scalar) // 8, v)
             elif kind == "KEY":
                 _write(buf, scalar, off, 0)
         self.dev.queue.write_buffer(self.res["uniformInput"], 0, bytes(buf))
@@ -508,7 +258,7 @@ class PlaygroundRuntime:
         tex = self.res[name]
         w, h, d = tex.width, tex.height, tex.depth_or_array_layers
         fmt = str(tex.format)
-        bpt = _TEXEL_BYTES[fmt]
+        bpt = TEXEL_BYTES[fmt]
         bpr = (w * bpt + 255) // 256 * 256
         raw = np.frombuffer(self.dev.queue.read_texture({"texture": tex}, {"bytes_per_row": bpr,
                                                                           "rows_per_image": h}, (w, h, d)), np.uint8)
@@ -558,6 +308,6 @@ def _write(buf: bytearray, scalar: str, off: int, value: float) -> None:
         buf[off:off + len(raw)] = raw
         return
     v = int(math.trunc(value)) if math.isfinite(value) else 0
-    bits = _scalar_bits(scalar)
+    bits = scalar_bits(scalar)
     v &= (1 << bits) - 1
     buf[off:off + bits // 8] = v.to_bytes(bits // 8, "little")
