@@ -1,124 +1,92 @@
-"""The oracle's printf: `parsePrintfBuffer` and the printf formatting of the public
-shader-slang/slang-playground at 461eaa9 (`engine/playground-render-canvas/src/canvasUtils.ts`), ported.
+"""The Playground's printf, by the Playground's own code: canvasUtils.ts run in node.
+
+The printed text of a demo is decoded and formatted by `parsePrintfBuffer` of the public
+shader-slang/slang-playground's `engine/playground-render-canvas/src/canvasUtils.ts`, vendored
+unchanged in tests/data/playground/runtime/ (commit and licence in tests/data/playground/SOURCE.md),
+not by a port: node runs it. Node 20 cannot run TypeScript, so `strip_types` removes the type syntax
+that file uses (a type-only import, a `type` alias, annotations on parameters, returns and `const`
+declarations, a non-null `!`) and nothing else; a construct it does not know makes node fail with a
+syntax error, never a different program. (Checked against `tsc` 5.6: the same tokens.)
+
+What the browser adds and this does not: the GPU buffer, read by the caller into uint32 words (the
+function receives an object whose getMappedRange() returns them, as GPUBuffer's does).
 """
 
 from __future__ import annotations
 
-import math
+import json
 import re
-from decimal import ROUND_HALF_UP, Decimal
+import shutil
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["format_printf", "parse_printf_buffer"]
+__all__ = ["CANVAS_UTILS", "node", "parse_printf_buffer", "strip_types"]
+
+CANVAS_UTILS = Path(__file__).parent.parent / "data" / "playground" / "runtime" / "canvasUtils.ts"
+_ELEMENT_BYTES = 12   # RenderCanvas.vue: parsePrintfBuffer(..., 12), FormattedStruct {type, low, high}
 
 
-# -- canvasUtils.ts: printf -------------------------------------------------------------------------
-
-_PRINTF = re.compile(r"%([-+ #0]*)(\d*)(\.\d+)?([diufFeEgGxXosc])")
-
-
-def _js_fixed(x: float, digits: int) -> str:
-    """Number.prototype.toFixed: the exact double, ties away from zero in magnitude (larger n)."""
-    q = Decimal(x).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
-    s = f"{q:f}"
-    return s if not (q == 0 and s.startswith("-")) else s[1:]
+def node() -> str | None:
+    """The node executable, or None (the print demos then skip, saying so)."""
+    return shutil.which("node")
 
 
-def _js_exponential(x: float, digits: int) -> str:
-    """Number.prototype.toExponential(digits): d.ddde+X (no zero padding of the exponent)."""
-    if x == 0:
-        return "0" + ("." + "0" * digits if digits else "") + "e+0"
-    d = Decimal(x)
-    e = d.copy_abs().adjusted()
-    m = (d.scaleb(-e)).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
-    if abs(m) >= 10:
-        e += 1
-        m = (d.scaleb(-e)).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
-    return f"{m:f}e{'+' if e >= 0 else '-'}{abs(e)}"
+def _params(params: str) -> str:
+    """A parameter list without its type annotations (`a: T, { b }: U & { c: 'd' }` -> `a, { b }`)."""
+    out, depth, keep = [], 0, True
+    for ch in params:
+        if ch in "([{<":
+            depth += 1
+        elif ch in ")]}>":
+            depth -= 1
+        if depth == 0 and ch == ":":
+            keep = False
+            continue
+        if depth == 0 and ch == ",":
+            keep = True
+        if keep:
+            out.append(ch)
+    return "".join(out).rstrip()
 
 
-def _js_precision(x: float, p: int) -> str:
-    """Number.prototype.toPrecision(p)."""
-    if x == 0:
-        return "0" + ("." + "0" * (p - 1) if p > 1 else "")
-    e = Decimal(x).copy_abs().adjusted()
-    r = float(Decimal(x).scaleb(-e).quantize(Decimal(1).scaleb(-(p - 1)), rounding=ROUND_HALF_UP))
-    if abs(r) >= 10:
-        e += 1
-    if e < -6 or e >= p:
-        return _js_exponential(x, p - 1)
-    return _js_fixed(x, p - 1 - e)
+def strip_types(ts: str) -> str:
+    """The JavaScript of canvasUtils.ts: its TypeScript-only syntax removed (see the module docstring)."""
+    js = re.sub(r"^import \{[^}]*\} from \"slang-playground-shared\";\n", "", ts, flags=re.M)
+    js = re.sub(r"^type \w+ = .*?^\};\n", "", js, flags=re.M | re.S)
+    js = re.sub(r"^(\s*(?:const|let|var) \w+): [\w\[\]<>]+ =", r"\1 =", js, flags=re.M)
+    js = re.sub(r"(?<=[\])\w])!(?=[;,).\]])", "", js)
+
+    def header(m: re.Match[str]) -> str:
+        return f"{m.group(1)}({_params(m.group(2))}) {{"
+    # function headers: `function f(params): R {` and `constructor(params) {`
+    return re.sub(r"^(\s*(?:export )?(?:function \w+|constructor))\((.*)\)(?:\s*:\s*[^{]+?)?\s*\{$", header, js,
+                  flags=re.M)
 
 
-def format_printf(fmt: str, data: list[Any]) -> str:
-    """formatPrintfString(parsePrintfFormat(fmt), data), as canvasUtils.ts formats."""
-    out, last, i = [], 0, 0
-    for m in _PRINTF.finditer(fmt):
-        out.append(fmt[last:m.start()])
-        last = m.end()
-        flags, width, prec, conv = m.groups()
-        value = data[i] if i < len(data) else None
-        i += 1
-        p = int(prec[1:]) if prec else 6
-        if conv in "di":
-            v = int(value) & 0xFFFFFFFF
-            s = str(v - (1 << 32) if v >= 1 << 31 else v)
-        elif conv in "uoxX":
-            v = abs(int(value))
-            s = str(v) if conv == "u" else format(v, "o" if conv == "o" else "x")
-            s = s.upper() if conv == "X" else s
-        elif conv in "fF":
-            s = _js_fixed(float(value), p)
-        elif conv in "eE":
-            s = _js_exponential(float(value), p)
-            s = s.upper() if conv == "E" else s
-        elif conv in "gG":
-            s = _js_precision(float(value), p)
-        elif conv == "c":
-            s = chr(int(value))
-        else:
-            s = str(value)
-            s = s[:p] if prec else s
-        if width:
-            w = int(width)
-            num = float(value) if isinstance(value, (int, float)) else math.nan
-            if "+" in flags and num >= 0:
-                s = "+" + s
-            elif " " in flags and num >= 0:
-                s = " " + s
-            if len(s) < w:
-                pad = ("0" if "0" in flags and "-" not in flags else " ") * (w - len(s))
-                s = s + pad if "-" in flags else pad + s
-        out.append(s)
-    out.append(fmt[last:])
-    return "".join(out)
+_DRIVER = """
+const input = JSON.parse(process.argv[1]);
+// compiler.ts (slang-compilation-engine): the reflection's {string: hash} turned into {hash: string}
+let hashedStrings = input.hashedStrings ? Object.fromEntries(Object.entries(input.hashedStrings).map(entry => entry.reverse())) : {};
+const words = Uint32Array.from(input.words);
+const printfValueResource = { getMappedRange: () => words.buffer };
+process.stdout.write(JSON.stringify(parsePrintfBuffer(hashedStrings, printfValueResource, input.elementSize)));
+"""
 
 
-def parse_printf_buffer(hashed: dict[int, str], words: np.ndarray) -> list[str]:
-    """parsePrintfBuffer: records of (type, low, high) uint32 triples."""
-    w = words.view(np.uint32).reshape(-1, 3)
-    out: list[str] = []
-    fmt, data = "", []   # type: ignore[var-annotated]
-    for k in range(w.shape[0]):
-        t, low = int(w[k, 0]), int(w[k, 1])
-        if t == 1:
-            fmt = hashed[low]
-        elif t == 2:
-            data.append(hashed.get(low))
-        elif t == 3:
-            data.append(low)
-        elif t == 4:
-            data.append(float(np.uint32(low).view(np.float32)))
-        elif t == 5:
-            data.append(0)
-        elif t == 0xFFFFFFFF:
-            out.append(format_printf(fmt, data))
-            fmt, data = "", []
-            if k < w.shape[0] - 1 and int(w[k + 1, 0]) != 1:
-                return out
-    if fmt != "":
-        out.append(format_printf(fmt, data))
-        out.append("Print buffer is out of boundary, some data is missing!!!")
-    return out
+def parse_printf_buffer(hashed_strings: dict[str, Any] | None, words: np.ndarray) -> list[str]:
+    """The lines the Playground shows for a print buffer (`words`: its uint32 contents), given the
+    reflection JSON's `hashedStrings` ({string: hash}, as Slang writes it)."""
+    exe = node()
+    if exe is None:
+        raise RuntimeError("node is not installed: the Playground's printf (canvasUtils.ts) runs in node")
+    script = strip_types(CANVAS_UTILS.read_text()) + _DRIVER
+    arg = json.dumps({"hashedStrings": hashed_strings, "words": [int(w) for w in words.view(np.uint32)],
+                      "elementSize": _ELEMENT_BYTES})
+    done = subprocess.run([exe, "--input-type=module", "-e", script, arg], capture_output=True, text=True,
+                          timeout=60)
+    if done.returncode != 0:
+        raise RuntimeError(f"canvasUtils.ts in node failed:\n{done.stderr}")
+    return list(json.loads(done.stdout))

@@ -9,8 +9,8 @@ A line-by-line port (test-only, no slang_kernel code) of, in the public shader-s
   ones on the first frame only, workgroups rounded up; `writeUniformData`);
 - `engine/playground-render-canvas/src/pass_through.ts` (the canvas: `outputTexture` drawn by a
   full-screen quad whose uv (0,0) sits at the bottom-left, so the texture is shown flipped);
-- `engine/playground-render-canvas/src/canvasUtils.ts` (`parsePrintfBuffer` and the printf formatting:
-  printing.py).
+and, not ported but run as it is in node, `engine/playground-render-canvas/src/canvasUtils.ts`'s
+`parsePrintfBuffer` (printing.py).
 
 What the browser adds and this does not: the canvas is `width` x `height` pixels (the Playground's is
 the page's size); TIME is the frame time the caller passes (the Playground's requestAnimationFrame
@@ -245,7 +245,7 @@ class PlaygroundRuntime:
         dev.queue.submit([enc.finish()])
         if printed is not None:
             words = np.frombuffer(dev.queue.read_buffer(printed), np.uint32)
-            text = parse_printf_buffer(self.shader.hashed_strings, words)
+            text = parse_printf_buffer(self.shader.reflection.get("hashedStrings"), words)
             if text:
                 self.printed = "".join(text)
         self.first = False
