@@ -5,6 +5,7 @@ the Playground's own page formats it (its canvasUtils.ts, in JavaScript: docs/pl
 from __future__ import annotations
 
 import base64
+import math
 import re
 import zlib
 from decimal import ROUND_HALF_UP, Decimal
@@ -88,7 +89,7 @@ def _fixed(x: float, digits: int) -> str:
     """JavaScript's x.toFixed(digits): the exact binary value rounded, ties away from zero."""
     q = Decimal(x).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
     s = f"{q:f}"
-    return s[1:] if q == 0 and s.startswith("-") else s
+    return s[1:] if x == 0 and s.startswith("-") else s   # (-0).toFixed is "0...", (-0.004).toFixed(2) "-0.00"
 
 
 def _exponential(x: float, digits: int) -> str:
@@ -114,10 +115,33 @@ def _precision(x: float, p: int) -> str:
     return _exponential(x, p - 1) if e < -6 or e >= p else _fixed(x, p - 1 - e)
 
 
+def _js_number(x: float) -> str | None:
+    """How JavaScript writes a non-finite number (toFixed/toExponential/toPrecision alike); None if finite."""
+    return None if math.isfinite(x) else "NaN" if math.isnan(x) else "-Infinity" if x < 0 else "Infinity"
+
+
+def _int32(v: Any) -> int:
+    """JavaScript's `v | 0` (ToInt32) of an integer or a float."""
+    if isinstance(v, float):
+        v = int(v) if math.isfinite(v) else 0
+    n = int(v) & 0xFFFFFFFF
+    return n - (1 << 32) if n >= 1 << 31 else n
+
+
+def _magnitude(v: Any) -> int | None:
+    """`Math.abs(parseInt(v))` of what the Playground's buffer holds: an integer argument arrives as its
+    32-bit pattern (a negative int's %u / %x is 2^32 - |v|), a float truncated; None for NaN."""
+    if isinstance(v, float):
+        return abs(int(v)) if math.isfinite(v) else None
+    return int(v) & 0xFFFFFFFF if isinstance(v, int) else abs(int(v))
+
+
 def _printf(fmt: str, args: list[Any]) -> str:
     """printf-style formatting as the Playground's canvasUtils.ts does it in JavaScript: %d of the
-    32-bit value, %u/%x/%o of its magnitude, %f/%e/%g as toFixed/toExponential/toPrecision (default
-    precision 6), width with the 0 - + and space flags; a missing argument prints "undefined"."""
+    32-bit value, %u/%x/%o of the 32-bit pattern, %f/%e/%g as toFixed/toExponential/toPrecision (default
+    precision 6; Infinity and NaN as JavaScript writes them), width with the 0 - + and space flags; a
+    missing argument prints as JavaScript's `undefined` does: "undefined" for %s and %d (where the
+    Playground stops with an error), NaN for numbers, NUL for %c (tests/test_playground_printf.py)."""
     out, pos, i = [], 0, 0
     for m in _PRINTF_SPEC.finditer(fmt):
         out.append(fmt[pos:m.start()])
@@ -128,14 +152,16 @@ def _printf(fmt: str, args: list[Any]) -> str:
         p = int(prec[1:]) if prec else 6
         try:
             if v is None:
-                s = "undefined"
+                s = "\0" if conv == "c" else "undefined" if conv in "sdi" else "NaN"
             elif conv in "di":
-                n = int(v) & 0xFFFFFFFF
-                s = str(n - (1 << 32) if n >= 1 << 31 else n)
+                s = str(_int32(v))
             elif conv in "uoxX":
-                n = abs(int(v))
-                s = str(n) if conv == "u" else format(n, "o" if conv == "o" else conv.lower())
+                n = _magnitude(v)
+                s = "NaN" if n is None else str(n) if conv == "u" else format(n, "o" if conv == "o" else "x")
                 s = s.upper() if conv == "X" else s
+            elif conv in "fFeEgG" and _js_number(float(v)) is not None:
+                s = str(_js_number(float(v)))
+                s = s.upper() if conv == "E" else s
             elif conv in "fF":
                 s = _fixed(float(v), p)
             elif conv in "eE":
@@ -144,7 +170,7 @@ def _printf(fmt: str, args: list[Any]) -> str:
             elif conv in "gG":
                 s = _precision(float(v), p)
             elif conv == "c":
-                s = chr(int(v) & 0xFFFF)
+                s = chr(_int32(v) & 0xFFFF)     # String.fromCharCode(parseInt(v)): ToUint16
             else:
                 s = str(v)[:p] if prec else str(v)
         except (TypeError, ValueError, OverflowError):
