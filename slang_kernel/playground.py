@@ -94,6 +94,8 @@ class _Revision:
     globals: Mapping[str, ParamInfo]
     sources: tuple[str, ...]   # the module chain's texts (printing's string literals)
     formats: Mapping[str, str] = field(default_factory=dict)   # global -> its explicit [format("...")]
+    # kernel -> its entry-point uniforms' zeros (what a frame passes where nothing was set), made once
+    zeros: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 def _compile(session: "Session", name: str, webgpu_bounds: bool = True) -> _Revision:
@@ -120,8 +122,17 @@ def _compile(session: "Session", name: str, webgpu_bounds: bool = True) -> _Revi
         for p in ck.reflection.globals:
             found.setdefault(p.name, p)
     sources = tuple(dict.fromkeys(m.source for ck in compiled.values() for m in ck.chain))
+    zeros = {e: {p.name: _frozen(zero_value(p.type)) for p in ck.entry_point.uniforms}
+             for e, ck in compiled.items()}
     return _Revision(c.digest, c.source, session.backend, tuple(kernels), compiled, found, sources,
-                     declared_formats(*sources, c.source))
+                     declared_formats(*sources, c.source), zeros)
+
+
+def _frozen(v: Any) -> Any:
+    """A zero shared by every frame of a revision: read-only, so no dispatch can change it."""
+    if isinstance(v, np.ndarray):
+        v.setflags(write=False)
+    return v
 
 
 def last_good_message(cell: str, exc: BaseException) -> str:
@@ -364,8 +375,8 @@ class PlaygroundProgram:
                 ck = rev.compiled[name]
                 groups = self._groups(ck, attrs)
                 kv = {k: vals[k] for k in ck.parameter_names if k in vals}
-                for p in ck.entry_point.uniforms:
-                    kv.setdefault(p.name, zero_value(p.type))
+                for k, zero in rev.zeros[name].items():
+                    kv.setdefault(k, zero)
                 dispatch(rev.backend, ck, groups, kv)
             self._once.clear()
             self.frame_index += 1
