@@ -89,7 +89,8 @@ def _fixed(x: float, digits: int) -> str:
     """JavaScript's x.toFixed(digits): the exact binary value rounded, ties away from zero."""
     q = Decimal(x).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
     s = f"{q:f}"
-    return s[1:] if x == 0 and s.startswith("-") else s   # (-0).toFixed is "0...", (-0.004).toFixed(2) "-0.00"
+    # (-0).toFixed(2) is "0.00"; (-0.004).toFixed(2) is "-0.00"
+    return s[1:] if x == 0 and s.startswith("-") else s
 
 
 def _exponential(x: float, digits: int) -> str:

@@ -37,7 +37,7 @@ CASES: list[tuple[str, list[tuple[str, Any]]]] = [
                             ("float", float("nan")), ("float", 65.9)]),
     ("%F %E %G %e\n", [("float", float("inf")), ("float", float("nan")), ("float", float("-inf")),
                        ("float", -0.0)]),
-    ("%d and %f %s %u %c|\n", [("int", 1)]),            # missing arguments (a missing %d stops the Playground)
+    ("%d and %f %s %u %c|\n", [("int", 1)]),   # missing arguments (a missing %d stops the Playground)
     ("no specifiers, 100%% literal\n", []),
 ]
 
@@ -57,7 +57,7 @@ def _playground_words(fmt: str, args: list[tuple[str, Any]]) -> np.ndarray:
 
 
 def _engine_words(fmt: str, args: list[tuple[str, Any]]) -> np.ndarray:
-    """slang_kernel's printing buffer for the same call (slang/printing.slang: [used, n, fmt, (tag, bits)*])."""
+    """slang_kernel's buffer for the same call (slang/printing.slang: [used, n, fmt, (tag, bits)*])."""
     tags = {"int": 1, "uint": 2, "float": 3, "String": 4}
     rec = [len(args), string_hash(fmt)]
     for ty, v in args:

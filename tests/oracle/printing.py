@@ -62,8 +62,8 @@ def strip_types(ts: str) -> str:
     def header(m: re.Match[str]) -> str:
         return f"{m.group(1)}({_params(m.group(2))}) {{"
     # function headers: `function f(params): R {` and `constructor(params) {`
-    return re.sub(r"^(\s*(?:export )?(?:function \w+|constructor))\((.*)\)(?:\s*:\s*[^{]+?)?\s*\{$", header, js,
-                  flags=re.M)
+    head = r"^(\s*(?:export )?(?:function \w+|constructor))\((.*)\)(?:\s*:\s*[^{]+?)?\s*\{$"
+    return re.sub(head, header, js, flags=re.M)
 
 
 _DRIVER = """
