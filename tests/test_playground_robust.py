@@ -1,8 +1,13 @@
 """WebGPU's defined out-of-range behaviour for Playground programs (slang_kernel.playground_robust):
-an index past a groupshared array lands on its last element, as Tint and naga clamp it, on each backend."""
+an index past a groupshared array lands on its last element, as Tint and naga clamp it, on each backend;
+an access past a storage buffer does what WGSL allows (zero or an element of the buffer read, the write
+dropped or kept inside the buffer), as it does on the wgpu reference."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
 import pytest
 
 import slang_kernel as sk
@@ -56,3 +61,65 @@ def test_out_of_range_array_indices_clamp_as_in_webgpu(backend: str, cache_dir: 
         s.run_cell(OVERFLOW, name="overflow")
         p = PlaygroundProgram(s, "overflow")
         assert p.frame().read("result").tolist()[:6] == [10, 11, 12, 17, 17, 99]
+
+
+OUT_OF_RANGE_BUFFER = r'''
+import playground;
+import rendering;   // a program the Playground runs needs outputTexture (or printing)
+
+[playground::ZEROS(4)]
+RWStructuredBuffer<uint> a;
+[playground::ZEROS(4)]
+RWStructuredBuffer<uint> b;
+
+[shader("compute")]
+[numthreads(1, 1, 1)]
+[playground::CALL(1, 1, 1)]
+void oob(uint3 id : SV_DispatchThreadID)
+{
+    for (uint i = 0; i < 4; i++) { a[i] = 10 + i; b[i] = 20 + i; }
+    uint far = id.x + 1000000;      // (from the thread id: no index the compiler could fold)
+    b[0] = a[id.x + 7];             // reads past the end of a
+    b[1] = a[far];
+    a[id.x + 9] = 55;               // writes past the end of a
+    a[far] = 66;
+}
+'''
+
+
+def _webgpu_allows(a: list[int], b: list[int]) -> bool:
+    """WGSL's out-of-range storage-buffer rules (WGSL spec, "Out-of-Bounds Access"): a load returns zero or
+    the value of some element of the buffer; a store is dropped or lands on some element of the buffer;
+    no other buffer changes."""
+    return (b[2:] == [22, 23] and all(a[i] in (10 + i, 55, 66) for i in range(4))
+            and all(v in (0, *a, 10, 11, 12, 13, 55, 66) for v in b[:2]))
+
+
+@pytest.mark.parametrize("backend", ["cpu", pytest.param("vulkan", marks=pytest.mark.vulkan),
+                                     pytest.param("cuda", marks=pytest.mark.cuda)])
+def test_out_of_range_buffer_accesses_do_what_webgpu_allows(backend: str, cache_dir: str) -> None:
+    """Buffers are not rewritten (docs/playground.md): Vulkan relies on robustBufferAccess, which sgl
+    (slang-rhi) enables with every core feature the device has, and every Vulkan device has it; the CPU
+    backend's scratch redirection drops the write and reads zero; CUDA clamps (SLANG_BOUND_CHECK)."""
+    try:
+        s = sk.Session(backend=backend, cache_dir=cache_dir)
+    except sk.BackendUnavailable as exc:
+        pytest.skip(f"{backend} unavailable: {exc}")
+    with s:
+        s.run_cell(OUT_OF_RANGE_BUFFER, name="oob")
+        p = PlaygroundProgram(s, "oob").frame()
+        a, b = p.read("a").tolist(), p.read("b").tolist()
+    print(f"\n{backend}: a = {a}, b = {b}")
+    assert _webgpu_allows(a, b), (a, b)
+
+
+def test_the_webgpu_rule_holds_on_the_reference() -> None:
+    """The predicate above is WebGPU's: the oracle (wgpu, tests/oracle/) satisfies it."""
+    pytest.importorskip("wgpu", reason="the oracle runs on wgpu (pip install wgpu)")
+    from tests.oracle.runtime import PlaygroundRuntime
+
+    rt = PlaygroundRuntime(OUT_OF_RANGE_BUFFER, 8, 8, Path(__file__).parent / "data" / "playground")
+    rt.frame()
+    a, b = ([int(v) for v in np.frombuffer(rt.dev.queue.read_buffer(rt.res[n]), np.uint32)] for n in "ab")
+    print(f"\nwgpu: a = {a}, b = {b}")
+    assert _webgpu_allows(a, b), (a, b)
