@@ -57,7 +57,8 @@ class CellChecks:
         self.store = store
         self.service = service
         self.builds = builds
-        self._scans: dict[str, tuple[frozenset[str], dict[str, frozenset[tuple[str, ...]] | None], frozenset[str]]] = {}
+        self._scans: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str],
+                                     dict[str, frozenset[tuple[str, ...]] | None] | None]] = {}
 
     # -- cells --------------------------------------------------------------------------------------
 
@@ -146,11 +147,16 @@ class CellChecks:
         """The candidate imports of a text placed after `earlier`, with what each must hide."""
         scan = self._scans.get(source)
         if scan is None:   # what the scanner reads of a text, kept: refreshes ask again for every later cell
-            scan = self._scans[source] = (scanner.mentions(source), own_signatures(source), identifiers(source))
+            scan = self._scans[source] = (scanner.mentions(source), scanner.declared_names(source),
+                                          identifiers(source), None)
             if len(self._scans) > 4096:
                 del self._scans[next(iter(self._scans))]
-        mentioned, sigs, idents = scan
-        return visible_imports(mentioned, frozenset(sigs), sigs, earlier, idents), mentioned
+        mentioned, own, idents, sigs = scan
+        if sigs is None and any(own & c.names for c in earlier):
+            # signatures matter only for a name an earlier cell declares too: overload or replacement
+            sigs = own_signatures(source)
+            self._scans[source] = (mentioned, own, idents, sigs)
+        return visible_imports(mentioned, own, sigs or {}, earlier, idents), mentioned
 
     def check(self, name: str, module: str, source: str, earlier: Sequence[Cell], own: frozenset[str] = frozenset(),
                *, own_defines: tuple[tuple[str, str], ...] = (), options: tuple[str, ...] = (), label: str = "") -> Cell:
