@@ -179,6 +179,7 @@ class FrontEnd:
                 raise KernelInterrupted(f"interrupted while compiling {label}; "
                                         "the session is unchanged") from None
             if isinstance(exc, SlangCompileError):
+                self._keep_view(session, target)
                 raise self.relabel(exc) from None
             raise
         self._bind(session, result, export)
@@ -208,6 +209,13 @@ class FrontEnd:
         else:
             if prog is not None:
                 self.shell.user_ns["slang_playground"] = prog
+
+    def _keep_view(self, session: Session, name: str) -> None:
+        """A failed edit of a playing Playground cell: its view stays in the cell (widgets/playground_view)."""
+        if name in session.cells and is_playground(session.cell(name).source):
+            from .widgets import keep_cell_view
+
+            keep_cell_view(session, name, display=show)
 
     def forget(self, cell_id: str | None = None, *, reason: str) -> None:
         """The notebook cell (default: the one running) holds no Slang any more: remove its session

@@ -32,11 +32,9 @@ with the image focused (click it first).
 
 from __future__ import annotations
 
-import base64
 import re
 import threading
 import time
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
@@ -44,13 +42,16 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import numpy as np
 
 from .backends import Backend
-from .backends.packing import numpy_dtype
 from .compiled import CompiledKernel
 from .compiler.diagnostics import SlangCompileError
-from .compiler.reflection import ParamInfo, TypeInfo
+from .compiler.reflection import ParamInfo
 from .errors import PlaygroundError
-from .kernels import check_parameters, groups_for
+from .kernels import groups_for
+from .playground_robust import webgpu_kernel
+from .playground_values import Input, as_scalar, dispatch, input_default, to_rgba8, vector_scalar, zero_value
 from .playground_resources import Declaration, Resource, declared_formats, make_resource
+from .playground_text import (PLAYGROUND_URL, decode_playground_link, decode_prints, is_playground, playground_link,
+                              string_hash, string_table)
 
 if TYPE_CHECKING:
     from .session import Session
@@ -61,186 +62,9 @@ __all__ = [
     "string_hash", "to_rgba8",
 ]
 
-PLAYGROUND_URL = "https://shader-slang.org/slang-playground/"
 SCREEN_SIZE = (512, 512)   # (width, height) of the "screen" BLACK_SCREEN is a fraction of
 
-_ATTR = re.compile(r"\[\s*playground\s*::")
-_IMPORT = re.compile(r"^\s*import\s+(playground|printing|rendering)\s*;", re.M)
 
-
-# -- share links ----------------------------------------------------------------------------------
-
-
-def playground_link(source: str, target: str = "WGSL") -> str:
-    """The Slang Playground share link of ``source``: zlib-compressed, base64url without padding."""
-    code = base64.urlsafe_b64encode(zlib.compress(source.encode("utf-8"), 9)).decode("ascii").rstrip("=")
-    return f"{PLAYGROUND_URL}?target={target}&code={code}"
-
-
-def decode_playground_link(link: str) -> str:
-    """The source in a Playground share link (inverse of :func:`playground_link`)."""
-    from urllib.parse import parse_qs, urlparse
-
-    code = parse_qs(urlparse(link).query).get("code", [""])[0]
-    return zlib.decompress(base64.urlsafe_b64decode(code + "=" * (-len(code) % 4))).decode("utf-8")
-
-
-def is_playground(source: str) -> bool:
-    """Does this source use the Playground's modules or attributes?"""
-    return bool(_ATTR.search(source) or _IMPORT.search(source))
-
-
-# -- printing -------------------------------------------------------------------------------------
-
-
-def string_hash(text: str) -> int:
-    """Slang's getStringHash (getStableHashCode32 over the UTF-8 bytes)."""
-    h = 0
-    for b in text.encode("utf-8"):
-        c = b - 256 if b >= 128 else b  # the bytes are (signed) chars
-        h = (c + (h << 6) + (h << 16) - h) & 0xFFFFFFFF
-    return h
-
-
-_LITERAL = re.compile(r'"((?:\\.|[^"\\])*)"')
-_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'", "0": "\0"}
-
-
-def _unescape(s: str) -> str:
-    return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(1)), s)
-
-
-def string_table(*sources: str) -> dict[int, str]:
-    """Hash -> text of every string literal in the sources (and their printf->print rewrites)."""
-    out: dict[int, str] = {}
-    texts = list(sources)
-    try:  # the Vulkan backend rewrites printf("%d") into sgl's print("{}"): know those literals too
-        from .backends.printing import rewrite_printf
-
-        texts += [rewrite_printf(s) for s in sources]
-    except Exception:  # pragma: no cover - slangpy missing
-        pass
-    for src in texts:
-        for m in _LITERAL.finditer(src):
-            s = _unescape(m.group(1))
-            out[string_hash(s)] = s
-    return out
-
-
-_PRINTF_SPEC = re.compile(r"%([-+ #0]*)(\d+|\*)?(?:\.(\d+))?(?:hh|h|ll|l|z|j|t|L)?([diufFeEgGxXoscp%])")
-_BRACE_SPEC = re.compile(r"\{([^{}]*)\}")
-
-
-def _format(fmt: str, args: list[Any]) -> str:
-    """printf-style (%d) or, after the Vulkan rewrite, format-style ({}) formatting."""
-    if "%" not in fmt and _BRACE_SPEC.search(fmt):
-        it = iter(args)
-
-        def brace(m: re.Match[str]) -> str:
-            spec = m.group(1).lstrip(":")
-            v = next(it, "")
-            try:
-                return format(v, spec)
-            except (ValueError, TypeError):
-                return str(v)
-        return _BRACE_SPEC.sub(brace, fmt.replace("{{", "\x00").replace("}}", "\x01")).replace(
-            "\x00", "{").replace("\x01", "}") + ("\n" if not fmt.endswith("\n") else "")
-    out, pos, i = [], 0, 0
-    for m in _PRINTF_SPEC.finditer(fmt):
-        out.append(fmt[pos:m.start()])
-        pos = m.end()
-        flags, width, prec, conv = m.groups()
-        if conv == "%":
-            out.append("%")
-            continue
-        v = args[i] if i < len(args) else 0
-        i += 1
-        if conv in "diu":
-            conv, v = "d", int(v) if not isinstance(v, str) else v
-        elif conv in "xXo":
-            v = int(v) & 0xFFFFFFFF if not isinstance(v, str) else v
-        elif conv == "c":
-            v = chr(int(v) & 0x10FFFF) if not isinstance(v, str) else v[:1]
-        elif conv == "p":
-            conv, v = "x", int(v)
-        spec = "%" + flags + (width or "") + (f".{prec}" if prec is not None else "") + conv
-        try:
-            out.append(spec % v)
-        except (TypeError, ValueError):
-            out.append(str(v))
-    out.append(fmt[pos:])
-    return "".join(out)
-
-
-def decode_prints(words: np.ndarray, strings: Mapping[int, str]) -> str:
-    """Text of the records in a printing module buffer (see slang/printing.slang)."""
-    w = np.asarray(words).reshape(-1).view(np.uint32)
-    if w.size == 0:
-        return ""
-    used = int(w[0])
-    end = min(1 + used, w.size)
-    out, pos = [], 1
-    while pos + 2 <= end:
-        n = int(w[pos])
-        if n > 64 or pos + 2 + 2 * n > end:
-            break
-        fmt = strings.get(int(w[pos + 1]), f"<format #{int(w[pos + 1]):08x}>")
-        args: list[Any] = []
-        for k in range(n):
-            tag, bits = int(w[pos + 2 + 2 * k]), np.uint32(w[pos + 3 + 2 * k])
-            if tag == 1:
-                args.append(int(bits.view(np.int32)))
-            elif tag == 2:
-                args.append(int(bits))
-            elif tag == 3:
-                args.append(float(bits.view(np.float32)))
-            elif tag == 4:
-                args.append(strings.get(int(bits), f"<string #{int(bits):08x}>"))
-            elif tag == 5:
-                args.append(bool(bits))
-            else:
-                args.append(int(bits))
-        out.append(_format(fmt, args))
-        pos += 2 + 2 * n
-    text = "".join(out)
-    if used + 1 > w.size:
-        text += f"\n[printing: output truncated, the buffer holds {w.size - 1} words]\n"
-    return text
-
-
-def dispatch(backend: Backend, ck: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any]) -> None:
-    """Dispatch one compiled kernel with checked parameters."""
-    check_parameters(ck, values)
-    if 0 in groups:
-        return
-    backend.dispatch(ck, groups, values)
-
-
-def to_rgba8(a: np.ndarray) -> np.ndarray:
-    """An (H, W[, C]) image as (H, W, 4) uint8 RGBA, floats clamped to [0, 1] (what an rgba8 texture
-    stores): 1 MB per 512x512 frame instead of 4 MB of float32. Missing channels: gray from one, blue
-    0 for two, alpha 255. A uint8 RGBA array comes back as it is."""
-    a = np.asarray(a)
-    if a.ndim == 2:
-        a = a[..., None]
-    c = a.shape[2]
-    if a.dtype == np.uint8 and c == 4:
-        return a
-    if a.dtype.kind == "f":
-        a = np.clip(a, 0.0, 1.0)
-        a *= 255.0
-        a += 0.5
-        if c == 4:
-            return a.astype(np.uint8)  # one contiguous cast: 0.3 ms at 512x512, channel by channel 1.4
-    out = np.empty((*a.shape[:2], 4), np.uint8)
-    out[..., :3] = a[..., :3] if c >= 3 else a[..., :1]
-    if c == 2:
-        out[..., 1], out[..., 2] = a[..., 1], 0
-    out[..., 3] = a[..., 3] if c == 4 else 255
-    return out
-
-
-# -- the program --------------------------------------------------------------------------------------
 
 def _declaration(p: ParamInfo, formats: Mapping[str, str] | None = None) -> Declaration:
     """What a global was declared as (its type, playground attributes with their arguments and its
@@ -250,33 +74,12 @@ def _declaration(p: ParamInfo, formats: Mapping[str, str] | None = None) -> Decl
     return p.type, tuple(attrs) + ((("format", (fmt,)),) if fmt else ())
 
 
-@dataclass
-class Input:
-    """A live uniform of the program: its playground kind, Slang type and current value."""
-
-    name: str
-    kind: str             # SLIDER, COLOR_PICK, TIME, FRAME_ID, MOUSE_POSITION, KEY
-    type: TypeInfo
-    args: tuple[Any, ...]
-    value: Any
-    declared: Declaration | None = field(default=None, repr=False)
-
-
 _RESOURCE_KINDS = ("ZEROS", "RAND", "BLACK", "BLACK_3D", "BLACK_SCREEN", "URL", "DATA", "SAMPLER")
 _INPUT_KINDS = ("TIME", "FRAME_ID", "MOUSE_POSITION", "KEY", "SLIDER", "COLOR_PICK")
 
 
 def _pg_attrs(attrs: Sequence[tuple[str, tuple[Any, ...]]]) -> dict[str, tuple[Any, ...]]:
     return {n[len("playground_"):]: a for n, a in attrs if n.startswith("playground_")}
-
-
-def _zero_value(t: TypeInfo) -> Any:
-    if t.kind == "scalar":
-        return 0 if (t.scalar or "").startswith(("int", "uint")) else 0.0
-    if t.kind in ("vector", "matrix", "struct", "array"):
-        return np.zeros((), numpy_dtype(t))[()] if t.kind == "struct" else np.zeros(numpy_dtype(t).shape,
-                                                                                    numpy_dtype(t).base)
-    return None
 
 
 @dataclass(frozen=True)
@@ -293,7 +96,7 @@ class _Revision:
     formats: Mapping[str, str] = field(default_factory=dict)   # global -> its explicit [format("...")]
 
 
-def _compile(session: "Session", name: str) -> _Revision:
+def _compile(session: "Session", name: str, webgpu_bounds: bool = True) -> _Revision:
     """The current revision of cell `name`, its CALL entry points compiled for the session's backend
     (through the session's one compile path: the same cache as `compile_entry`)."""
     c = session.cell(name)
@@ -303,7 +106,11 @@ def _compile(session: "Session", name: str) -> _Revision:
     kernels: list[tuple[str, Mapping[str, tuple[Any, ...]]]] = []
     compiled: dict[str, CompiledKernel] = {}
     for e in c.entry_points:
-        ck = session.engine.compile(session.engine.request("compile", cell=name, entries=[e]))[e]
+        try:
+            ck = session.engine.compile(session.engine.request("compile", cell=name, entries=[e]))[e]
+        except SlangCompileError as exc:   # the cell compiled; its kernel cannot be built for this backend
+            raise PlaygroundError(f"{name} cannot run on the {session.backend.name} backend: {exc}") from None
+        ck = webgpu_kernel(ck) if webgpu_bounds else ck
         attrs = _pg_attrs(ck.entry_point.attributes)
         if any(k.startswith("CALL") for k in attrs):
             kernels.append((e, attrs))
@@ -334,8 +141,9 @@ class PlaygroundProgram:
     """
 
     def __init__(self, session: "Session", cell: str | None = None, *, screen: tuple[int, int] = SCREEN_SIZE,
-                 base_dir: str | Path | None = None, seed: int = 0) -> None:
+                 base_dir: str | Path | None = None, seed: int = 0, webgpu_bounds: bool = True) -> None:
         self.session = session
+        self.webgpu_bounds = webgpu_bounds   # WebGPU's clamped indices (playground_robust); False to measure
         self.cell = cell if cell is not None else session.cells[-1]
         self.screen = screen
         self.base_dir = Path(base_dir) if base_dir is not None else Path.cwd()
@@ -355,7 +163,7 @@ class PlaygroundProgram:
         self._lock = threading.RLock()
         self._bound: _Revision | None = None
         self._seen = session.revision
-        self._adopt(_compile(session, self.cell), keep=False)
+        self._adopt(_compile(session, self.cell, webgpu_bounds), keep=False)
 
     # -- what it runs now
 
@@ -414,7 +222,7 @@ class PlaygroundProgram:
             self._seen, self._stuck = s.revision, None
             return False
         try:
-            new = _compile(s, self.cell)
+            new = _compile(s, self.cell, self.webgpu_bounds)
             if not new.kernels:
                 raise PlaygroundError(f"{self.cell} has no [playground::CALL...] entry point any more")
             self._adopt(new, keep=not moved)
@@ -467,7 +275,7 @@ class PlaygroundProgram:
                     uniforms[p.name] = self.uniforms.get(p.name, was_in.value)
                 else:
                     kind, args = inp
-                    value = self._input_default(kind, args, t)
+                    value = input_default(kind, args, t)
                     inputs[p.name] = Input(p.name, kind, t, tuple(args), value, decl)
                     uniforms[p.name] = value
             elif t.kind in ("resource", "sampler"):
@@ -479,7 +287,7 @@ class PlaygroundProgram:
                 before = old.globals.get(p.name) if old is not None else None
                 same = before is not None and _declaration(before, old.formats if old else None) == decl \
                     and p.name in self.uniforms
-                uniforms[p.name] = self.uniforms[p.name] if same else _zero_value(t)
+                uniforms[p.name] = self.uniforms[p.name] if same else zero_value(t)
         once = {e for e, a in rev.kernels if "CALL_ONCE" in a and (
             created or old is None or e not in old.compiled or old.compiled[e].key != rev.compiled[e].key)}
         self._bound, self.resources, self.inputs, self.uniforms = rev, resources, inputs, uniforms
@@ -487,15 +295,6 @@ class PlaygroundProgram:
         self._strings = None
 
     # -- setup
-
-    def _input_default(self, kind: str, args: Sequence[Any], t: TypeInfo) -> Any:
-        if kind == "SLIDER":
-            return float(args[0]) if args else 0.0
-        if kind == "COLOR_PICK":
-            return np.array([float(a) for a in (list(args) + [0, 0, 0])[:3]], np.float32)
-        if kind == "MOUSE_POSITION":
-            return np.zeros(4, _vector_scalar(t))
-        return 0 if (t.scalar or "").startswith(("int", "uint")) else 0.0
 
     # -- running
 
@@ -533,7 +332,7 @@ class PlaygroundProgram:
                 raise KeyError(f"no live input {k!r}; inputs: {', '.join(self.inputs) or 'none'}")
             inp = self.inputs[k]
             if inp.kind in ("COLOR_PICK", "MOUSE_POSITION"):
-                dt = _vector_scalar(inp.type)
+                dt = vector_scalar(inp.type)
                 v = np.asarray(v, np.float64).reshape(-1)
                 v = (np.rint(v) if dt.kind in "iu" else v).astype(dt)  # int4 mousePosition: whole pixels
             elif (inp.type.scalar or "").startswith(("int", "uint")):
@@ -552,9 +351,9 @@ class PlaygroundProgram:
             self.set(**values)
             for name, inp in self.inputs.items():   # in the uniform's own type: uint, int or float
                 if inp.kind == "TIME" and "TIME" not in values and name not in values:
-                    self.uniforms[name] = _as_scalar(inp.type, (time.perf_counter() - self.start) * 1000.0)
+                    self.uniforms[name] = as_scalar(inp.type, time.perf_counter() - self.start)
                 elif inp.kind == "FRAME_ID" and name not in values:
-                    self.uniforms[name] = _as_scalar(inp.type, self.frame_index)
+                    self.uniforms[name] = as_scalar(inp.type, self.frame_index)
             printing = self.resources.get("g_printedBuffer")
             if printing is not None:
                 self._clear_prints(printing)
@@ -566,14 +365,16 @@ class PlaygroundProgram:
                 groups = self._groups(ck, attrs)
                 kv = {k: vals[k] for k in ck.parameter_names if k in vals}
                 for p in ck.entry_point.uniforms:
-                    kv.setdefault(p.name, _zero_value(p.type))
+                    kv.setdefault(p.name, zero_value(p.type))
                 dispatch(rev.backend, ck, groups, kv)
             self._once.clear()
             self.frame_index += 1
             if printing is not None and "print" in rev.source:
                 if self._strings is None:
                     self._strings = string_table(rev.source, *rev.sources)
-                self.printed = decode_prints(self._read(printing), self._strings)
+                text = decode_prints(self._read(printing), self._strings)
+                if text:   # RenderCanvas.vue shows a frame's output only when it printed something
+                    self.printed = text
         return self
 
     def _clear_prints(self, r: Resource) -> None:
@@ -606,7 +407,13 @@ class PlaygroundProgram:
         return self._read(self.resources[name])
 
     def image(self, name: str | None = None) -> np.ndarray:
-        """The shown texture as (H, W, 4) uint8 RGBA (clamped, as an rgba8 texture stores it)."""
+        """The canvas as the Playground shows it: the output texture as (H, W, 4) uint8 RGBA (clamped
+        and rounded, as an rgba8 texture stores it), flipped vertically (texture row 0 at the bottom:
+        the Playground's pass-through quad samples v = 0 at the bottom of the canvas)."""
+        return self.texture(name)[::-1]
+
+    def texture(self, name: str | None = None) -> np.ndarray:
+        """The output texture (or texture `name`) as stored: (H, W, 4) uint8 RGBA, row 0 first."""
         name = name or self.output_name()
         if name is None:
             raise PlaygroundError(f"{self.cell} has no image output")
@@ -624,19 +431,3 @@ def program_for(session: "Session", cell: str) -> PlaygroundProgram | None:
         return None
     prog = PlaygroundProgram(session, cell)
     return prog if prog.runnable else None
-
-
-def _as_scalar(t: TypeInfo, x: float) -> int | float:
-    """A TIME / FRAME_ID value for a uniform of type t: whole numbers for int and uint (TIME in
-    milliseconds, wrapping as the Playground's 32-bit uniforms do), else a float."""
-    s = t.scalar or "float32"
-    if s.startswith("uint"):
-        return int(x) & 0xFFFFFFFF
-    if s.startswith("int"):
-        return (int(x) + 2**31) % 2**32 - 2**31
-    return float(x)
-
-
-def _vector_scalar(t: TypeInfo) -> np.dtype:
-    """The numpy scalar of a vector uniform (int4 mousePosition -> int32); float32 when unknown."""
-    return np.dtype({"int32": np.int32, "uint32": np.uint32, "float16": np.float16}.get(t.scalar or "", np.float32))

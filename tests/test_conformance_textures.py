@@ -195,11 +195,9 @@ uniform float time;
 [playground::CALL::SIZE_OF("outputTexture")]
 void conf_image(uint3 dispatchThreadID : SV_DispatchThreadID)
 {
-    drawPixel(dispatchThreadID.xy, (int2 pixel) => {
-        uint width, height;
-        outputTexture.GetDimensions(width, height);
-        float2 uv = float2(pixel) / float2(width, height);
-        return float4(uv.x, uv.y, 0.5 + 0.5 * sin(time * 0.001), 1.0);
+    drawPixel(dispatchThreadID.xy, (int2 screenSize) => {   // the Playground passes the canvas size
+        float2 uv = float2(dispatchThreadID.xy) / float2(screenSize);
+        return float4(uv.x, uv.y, 0.5 + 0.5 * sin(time), 1.0);
     });
 }
 """
@@ -214,7 +212,7 @@ def test_playground_output_texture_cell(session: sk.Session) -> None:
             PlaygroundProgram(session, "conf_playground", screen=(64, 32))
         pytest.skip(f"the {session.backend.name} backend has no textures (checked: the Playground says so)")
     p = PlaygroundProgram(session, "conf_playground", screen=(64, 32))
-    a = p.frame(time=0.0).image()
+    a = p.frame(time=0.0).texture()   # as stored (image() is the canvas, shown flipped)
     assert a.shape == (32, 64, 4) and a.dtype == np.uint8
     # what the Playground draws: red = x / width, green = y / height, blue 0.5, opaque
     x = np.arange(64) / 64.0
@@ -245,8 +243,8 @@ void conf_fill(uint3 id : SV_DispatchThreadID)
 [playground::CALL::SIZE_OF("outputTexture")]
 void conf_slice(uint3 id : SV_DispatchThreadID)
 {
-    drawPixel(id.xy, (int2 pixel) => {
-        float v = conf_volume[int3(pixel.x % 16, pixel.y % 8, 2)];
+    drawPixel(id.xy, (int2 screenSize) => {
+        float v = conf_volume[int3(id.x % 16, id.y % 8, 2)];
         return float4(v, v, v, 1.0);
     });
 }
@@ -264,7 +262,7 @@ def test_playground_volume_slice_viewer(session: sk.Session) -> None:
     vol = p.frame().read("conf_volume")
     z, y, x = np.mgrid[0:4, 0:8, 0:16]
     np.testing.assert_allclose(vol.reshape(4, 8, 16), (x + 16 * y + 128 * z) / 512.0, atol=1e-6)
-    a = p.image()
+    a = p.texture()
     want = np.tile(np.rint((x[2] + 16 * y[2] + 256) / 512.0 * 255), (2, 2))
     np.testing.assert_allclose(a[..., 0], want, atol=1.01)
 

@@ -32,11 +32,9 @@ uniform float3 tint;
 [playground::CALL::SIZE_OF("outputTexture")]
 void imageMain(uint3 dispatchThreadID : SV_DispatchThreadID)
 {
-    drawPixel(dispatchThreadID.xy, (int2 pixel) => {
-        uint width, height;
-        outputTexture.GetDimensions(width, height);
-        float2 uv = float2(pixel) / float2(width, height) - 0.5;
-        float t = time * 0.001;
+    drawPixel(dispatchThreadID.xy, (int2 screenSize) => {
+        float2 uv = float2(dispatchThreadID.xy) / float2(screenSize) - 0.5;
+        float t = time;   // seconds
         float r = length(uv) * (4.0 + 40.0 * zoom);
         float v = 0.5 + 0.5 * sin(r - 3.0 * t) * cos(6.0 * atan2(uv.y, uv.x) + t);
         return float4(v * tint, 1.0);
@@ -138,7 +136,7 @@ def test_playground_shader_renders_and_reacts_to_slider(vk: sk.Session) -> None:
     assert a[..., :3].std() > 10, "the frame is blank"
     b = p.frame(time=0.0, zoom=0.9).image()
     assert np.abs(a.astype(int) - b).mean() > 5, "the slider did not change the pixels"
-    c = p.frame(time=500.0, zoom=0.9).image()
+    c = p.frame(time=0.5, zoom=0.9).image()
     assert np.abs(c.astype(int) - b).mean() > 1, "time did not animate"
     controls = controls_for(p)  # from the attribute; a new view starts at the value the program holds
     assert controls["zoom"].min == 0.0 and controls["zoom"].max == 1.0 and controls["zoom"].value == 0.9
@@ -172,7 +170,7 @@ def test_texture_cell_draws_the_same_on_cpu_as_on_vulkan(vk: sk.Session, cpu_tex
         s.run_cell(SHADER, name="shader")
         p = PlaygroundProgram(s, "shader", screen=(96, 64))
         assert p.resources["outputTexture"].shape == (64, 96)
-        images.append(p.frame(time=250.0, zoom=0.7).image().astype(int))
+        images.append(p.frame(time=0.25, zoom=0.7).texture().astype(int))
     assert images[0][..., :3].std() > 10
     diff = np.abs(images[0] - images[1]).max(axis=2)
     # only the centre pixel may differ: uv = (0, 0) there, and atan2(0, 0) is up to the math library
@@ -437,10 +435,8 @@ void fillVolume(uint3 id : SV_DispatchThreadID)
 [playground::CALL::SIZE_OF("outputTexture")]
 void showSlice(uint3 id : SV_DispatchThreadID)
 {
-    drawPixel(id.xy, (int2 pixel) => {
-        uint w, h;
-        outputTexture.GetDimensions(w, h);
-        uint3 v = uint3(pixel.x * 64 / w, pixel.y * 64 / h, min(uint(slice * 48), 47u));
+    drawPixel(id.xy, (int2 screenSize) => {
+        uint3 v = uint3(id.x * 64 / screenSize.x, id.y * 64 / screenSize.y, min(uint(slice * 48), 47u));
         float d = volume[v];
         return float4(d, d, d, 1.0);
     });
@@ -459,7 +455,7 @@ def test_volume_slice_viewer_shows_the_slice_written(pg: sk.Session) -> None:
     p = PlaygroundProgram(vk, "volume_viewer", screen=(128, 128))
     vol = p.read("volume")
     assert vol.shape == (48, 64, 64, 1) and vol.dtype == np.float32   # [format("r32f")]: one channel
-    img = p.frame().image()
+    img = p.frame().texture()   # as stored: row 0 first (image() is the canvas, flipped)
     vol = p.read("volume")
     assert vol[24, 32, 32, 0] == pytest.approx(_density(32, 32, 24), abs=1e-6)
     # the Playground shows outputTexture: pixel (x, y) is voxel (x / 2, y / 2, slice * 48)
@@ -467,12 +463,12 @@ def test_volume_slice_viewer_shows_the_slice_written(pg: sk.Session) -> None:
         want = round(_density(x // 2, y // 2, 24) * 255)
         assert abs(int(img[y, x, 0]) - want) <= 1 and img[y, x, 3] == 255, (x, y, img[y, x], want)
     assert img[64, 64, 0] > 200 and img[0, 0, 0] == 0
-    img2 = p.frame(slice=0.1).image()   # another slice: smaller disc
+    img2 = p.frame(slice=0.1).texture()   # another slice: smaller disc
     assert abs(int(img2[64, 64, 0]) - round(_density(32, 32, 4) * 255)) <= 1
     assert (img2[..., 0] > 0).sum() < (img[..., 0] > 0).sum()
 
 
-# Painting as in the Playground: the mouse (int4: xy position, z > 0 while the button is down) sizes an
+# Painting as in the Playground: the mouse (int4: xy position, z < 0 while the button is down) sizes an
 # indirect dispatch that adds paint to a one-channel canvas, and the canvas is drawn into outputTexture.
 PAINTER = r'''
 import playground;
@@ -493,7 +489,7 @@ RWStructuredBuffer<uint> brushArgs;
 [playground::CALL(1, 1, 1)]
 void brush(uint3 id : SV_DispatchThreadID)
 {
-    uint groups = mousePosition.z > 0 ? 2 : 0;   // a 16 x 16 brush while the button is down
+    uint groups = mousePosition.z < 0 ? 2 : 0;   // a 16 x 16 brush while the button is down
     brushArgs[0] = groups;
     brushArgs[1] = groups;
     brushArgs[2] = 1;
@@ -516,10 +512,10 @@ void paint(uint3 id : SV_DispatchThreadID)
 [playground::CALL::SIZE_OF("outputTexture")]
 void show(uint3 id : SV_DispatchThreadID)
 {
-    drawPixel(id.xy, (int2 pixel) => {
+    drawPixel(id.xy, (int2 screenSize) => {
         uint w, h;
         canvas.GetDimensions(w, h);
-        float c = all(uint2(pixel) < uint2(w, h)) ? canvas[uint2(pixel)] : 0.0;
+        float c = all(id.xy < uint2(w, h)) ? canvas[id.xy] : 0.0;
         return float4(c, c, c, 1.0);
     });
 }
@@ -532,10 +528,11 @@ def test_painting_with_int4_mouse_call_indirect_and_a_float_canvas(pg: sk.Sessio
     p = PlaygroundProgram(vk, "painter", screen=(128, 96))
     assert p.read("canvas").shape == (96, 128, 1)
     assert p.frame().image()[..., :3].max() == 0          # button up: nothing painted
-    p.frame(mousePosition=(40, 30, 1, 1))                   # down at (40, 30) for two frames
-    img = p.frame(mousePosition=(40, 30, 1, -1)).image()
-    p.frame(mousePosition=(100, 80, -40, -30))              # released elsewhere: no paint there
-    img = p.image()
+    p.frame(mousePosition=(40, 30, -40, -30))               # down at (40, 30) for two frames
+    img = p.frame(mousePosition=(40, 30, -40, -30)).image()
+    p.frame(mousePosition=(100, 80, 40, -30))               # released elsewhere: no paint there
+    assert (p.image() == p.texture()[::-1]).all()           # shown flipped, as the Playground shows it
+    img = p.texture()
     assert p.read("canvas")[30, 40, 0] == 0.5
     assert abs(int(img[30, 40, 0]) - 128) <= 1 and img[30, 40, 3] == 255      # 0.5 -> 128 in rgba8
     brush = img[22:38, 32:48, 0]

@@ -26,7 +26,7 @@ from .gradient_flow import GradientFlow
 from .image_view import ImageView, LiveImage
 from .ir_graph import IRGraph
 from .live_kernel import LiveKernelImage, live
-from .playground_view import PlaygroundImage, PlaygroundView, controls_for, playground_view, show_cell
+from .playground_view import PlaygroundImage, PlaygroundView, controls_for, keep_cell_view, playground_view, show_cell
 
 __all__ = [
     "BufferView",
@@ -49,5 +49,6 @@ __all__ = [
     "controls_for",
     "live",
     "playground_view",
+    "keep_cell_view",
     "show_cell",
 ]

@@ -163,8 +163,9 @@ class Frame(Control):
 class Mouse(Control):
     """Mouse in image pixels as float4 (playground/Shadertoy convention).
 
-    xy: position while the button is down (else at the last button-down); abs(zw): last click
-    position; z > 0 while the button is down, w > 0 only on the frame of the click.
+    As the Playground's RenderCanvas.vue writes it: xy = position while the button is down (else
+    where it was last released); abs(zw) = where the button last went down; z < 0 while the button is
+    down, w < 0 once it was pressed since the run started (docs/playground.md).
     """
 
     kind = "mouse"

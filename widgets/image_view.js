@@ -272,7 +272,8 @@ function render({ model, el: host }) {
     // with a Mouse control, plain drags drive it; Shift pans and Alt+click picks a pixel to debug
     if (mouseCtl && !ev.shiftKey && !(ev.altKey && model.get("pixel_debug")) && ev.button === 0) {
       const p = toImage(ev);
-      mouse = [p.x, p.y, p.x, p.y];
+      // RenderCanvas.vue: (x, y, downX * (isDown ? -1 : 1), downY * (clickedSinceRun ? -1 : 1))
+      mouse = [p.x, p.y, -p.x, -p.y];
       drag = { mode: "mouse" };
       want({ [mouseCtl.name]: mouse.slice() });
       return;
@@ -284,7 +285,7 @@ function render({ model, el: host }) {
     if (!drag) return;
     if (drag.mode === "mouse") {
       const p = toImage(ev);
-      mouse = [p.x, p.y, Math.abs(mouse[2]), -Math.abs(mouse[3])];
+      mouse = [p.x, p.y, mouse[2], mouse[3]];
       want({ [mouseCtl.name]: mouse.slice() });
       return;
     }
@@ -308,7 +309,7 @@ function render({ model, el: host }) {
   const endDrag = (ev) => {
     if (drag && drag.mode === "pan" && !drag.moved && ev && ev.type === "pointerup") pickPixel(ev);
     if (drag && drag.mode === "mouse") {
-      mouse = [mouse[0], mouse[1], -Math.abs(mouse[2]), -Math.abs(mouse[3])];
+      mouse = [mouse[0], mouse[1], Math.abs(mouse[2]), -Math.abs(mouse[3])];
       want({ [mouseCtl.name]: mouse.slice() });
     }
     drag = null;

@@ -38,7 +38,7 @@ from .image_view import ImageView, LiveImage
 if TYPE_CHECKING:
     from ..session import Session
 
-__all__ = ["PlaygroundImage", "PlaygroundView", "controls_for", "playground_view", "show_cell"]
+__all__ = ["PlaygroundImage", "PlaygroundView", "controls_for", "keep_cell_view", "playground_view", "show_cell"]
 
 
 def controls_for(program: PlaygroundProgram) -> dict[str, Control]:
@@ -55,7 +55,8 @@ def controls_for(program: PlaygroundProgram) -> dict[str, Control]:
             rgb = [float(min(max(x, 0.0), 1.0)) for x in np.asarray(inp.value, np.float64).reshape(-1)[:3]]
             out[n] = Color((rgb[0], rgb[1], rgb[2]))
         elif inp.kind == "TIME":
-            out[n] = Time(playing=True, value=max(0.0, float(program.uniforms.get(n, 0.0))))
+            # the control counts milliseconds; the Playground's TIME uniform is seconds
+            out[n] = Time(playing=True, value=max(0.0, 1000.0 * float(program.uniforms.get(n, 0.0))))
         elif inp.kind == "FRAME_ID":
             out[n] = Frame(value=program.frame_index)
         elif inp.kind == "MOUSE_POSITION":
@@ -90,7 +91,8 @@ class PlaygroundImage(LiveImage):
         if _inputs(prog) != self._inputs:   # the new revision has other inputs: other controls
             self._inputs = _inputs(prog)
             self.set_controls(controls_for(prog))
-        prog.frame(**{k: v for k, v in values.items() if k in prog.inputs})
+        prog.frame(**{k: (v / 1000.0 if prog.inputs[k].kind == "TIME" else v)
+                      for k, v in values.items() if k in prog.inputs})
         self.output = prog.output_name() or self.output
         return prog.image(self.output)
 
@@ -189,3 +191,23 @@ def show_cell(session: "Session", cell: str, *, display: Callable[[Any], Any] | 
     widgets = [w for w in (view.image, *view.buffers.values()) if w is not None]
     known[cell] = (weakref.ref(prog), [weakref.ref(w) for w in widgets])
     return prog
+
+
+def keep_cell_view(session: "Session", cell: str, *, display: Callable[[Any], Any] | None = None) -> bool:
+    """After an edit of `cell` failed to compile (the front ends' hook, before they show the error):
+    display the view the cell showed last again, so that it stays in the cell (a re-run clears the
+    cell's output) and keeps playing the last good revision with the error over the image. False
+    when the cell shows no live view."""
+    ref, old = _shown.get(session, {}).get(cell, (None, []))
+    prog = ref() if ref is not None else None
+    widgets = [w() for w in old]
+    if prog is None or not widgets or any(w is None for w in widgets):
+        return False
+    prog.follow()   # picks up the failure: `error` is what the banner shows
+    if display is None:
+        from IPython.display import display as _display
+
+        display = _display
+    for w in widgets:
+        display(w)
+    return True

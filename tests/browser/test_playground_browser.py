@@ -1,8 +1,11 @@
-"""A Slang Playground shader pasted into a %%slang cell, in a real JupyterLab + headless Chromium.
+"""Slang Playground shaders pasted into cells, in a real JupyterLab + headless Chromium.
 
-It animates (TIME), reacts to its SLIDER (canvas pixels before/after), a live kernel on the CPU
-backend streams 512x512 frames (fps measured in the page), and the saved notebook holds the frame
-as a PNG (static fallback). Screenshots and numbers go to artifacts/.
+A %%slang Playground cell animates (TIME), reacts to its SLIDER (canvas pixels before/after), a live
+kernel on the CPU backend streams 512x512 frames (fps measured in the page), and the saved notebook
+holds the frame as a PNG (static fallback). The Playground's own circle and volume-slice demos, pasted
+unchanged, draw a centred ring and a coloured slice that moves with time; a typo in the playing
+volume-slice cell leaves its view in the cell, still playing the last good revision under the error
+banner, with %%slang and in the Slang kernel. Screenshots and numbers go to artifacts/.
 """
 
 from __future__ import annotations
@@ -12,9 +15,16 @@ import io
 import json
 import time
 
+from pathlib import Path
+
 import pytest
 
 from tests.test_playground import SHADER  # the same Playground example as the unit tests
+
+DEMOS = Path(__file__).resolve().parent.parent / "data" / "playground" / "demos"
+CIRCLE = (DEMOS / "circle.slang").read_text()
+VOLUME = (DEMOS / "volume-slice.slang").read_text()
+TYPO = ("frac(time * 0.2)", "frac(tme * 0.2)")   # what the user breaks the playing cell with
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
@@ -117,3 +127,102 @@ def test_playground_cell_in_jupyterlab(lab, lab_tools) -> None:
         assert links, "the saved notebook lacks the Playground link"
     print("PLAYGROUND NUMBERS", json.dumps(numbers))
     (ARTIFACTS / "playground_numbers.json").write_text(json.dumps(numbers, indent=1))
+
+
+def _image_of(png: bytes):
+    """The image part of a view's canvas screenshot (the canvas around it is #222) as float RGB."""
+    import numpy as np
+    from PIL import Image
+
+    img = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), np.float32)
+    fg = np.abs(img - 34.0).max(axis=2) > 3
+    ys, xs = np.nonzero(fg)
+    return img[ys.min():ys.max() + 1, xs.min():xs.max() + 1]
+
+
+@pytest.fixture(scope="module")
+def demos_lab(tmp_path_factory: pytest.TempPathFactory, lab_tools):
+    cells = ["%load_ext slang_kernel\n%slang_backend cpu", "%%slang\n" + CIRCLE, "%%slang\n" + VOLUME]
+    root = tmp_path_factory.mktemp("pgdemos")
+    with lab_tools.jupyterlab(root, cells, "demos.ipynb") as url:
+        yield url
+
+
+def _keeps_playing_through_a_typo(page, lab_tools, cell, shot: str) -> None:
+    """Break the playing cell with a typo and re-run it: its view stays, keeps playing the last good
+    revision and shows the error in its banner; the cell's output also shows the diagnostics."""
+    wait_js = lab_tools.wait_js
+    view = cell.locator(".sk-img")
+    text = cell.locator(".cm-content").evaluate(
+        "(e) => [...e.querySelectorAll('.cm-line')].map((l) => l.textContent).join('\\n')")
+    assert TYPO[0] in text
+    lab_tools.set_cell_text(page, cell, text.replace(*TYPO))
+    lab_tools.run_cell(page, cell)
+    view = cell.locator(".sk-img")
+    view.wait_for(timeout=30_000)   # the view is back in the cell after the failed run cleared it
+    banner = view.locator(".sk-img-banner.sk-on")
+    banner.wait_for(timeout=30_000)
+    assert "still running the last good revision" in banner.inner_text()
+    assert "tme" in cell.locator(".jp-OutputArea").inner_text()   # the diagnostics name the typo
+    if "pause" not in view.locator(".sk-play").inner_text():   # a re-displayed view plays on; if not, play
+        view.locator(".sk-play").click()
+    f0 = int(view.get_attribute("data-frames") or 0)
+    wait_js(page, f"(e) => Number(e.dataset.frames) > {f0 + 3}", view)        # it plays
+    a = view.locator("canvas").evaluate(lab_tools.CANVAS_STATS)
+    page.wait_for_timeout(700)
+    b = view.locator("canvas").evaluate(lab_tools.CANVAS_STATS)
+    assert a["hash"] != b["hash"] and a["colors"] > 10, (a, b)               # ... the slice moving
+    lab_tools.dismiss_toasts(page)
+    cell.screenshot(path=str(lab_tools.ARTIFACTS / shot))
+
+
+def test_playground_demos_draw_as_in_the_playground(demos_lab, lab_tools) -> None:
+    import numpy as np
+
+    ARTIFACTS, wait_js = lab_tools.ARTIFACTS, lab_tools.wait_js
+    with lab_tools.chromium_page("playground_demos_failure.png") as page:
+        page.goto(demos_lab)
+        lab_tools.run_all_cells(page, 3, timeout=180_000)
+        cells = page.locator(".jp-Notebook .jp-Cell")
+
+        circle = cells.nth(1).locator(".sk-img")
+        circle.wait_for(timeout=60_000)
+        wait_js(page, "(e) => Number(e.dataset.frames) > 2", circle)
+        lab_tools.dismiss_toasts(page)
+        circle.scroll_into_view_if_needed()
+        img = _image_of(circle.locator("canvas").screenshot())
+        h, w = img.shape[:2]
+        lum = img.mean(axis=2)
+        yy, xx = np.mgrid[0:h, 0:w]
+        r = np.hypot(xx - w / 2, yy - h / 2) / h                      # the ring: radius h / 3, centred
+        ring, inner, outer = lum[np.abs(r - 1 / 3) < 0.01].mean(), lum[r < 0.2].mean(), lum[r > 0.45].mean()
+        assert ring > 4 * inner and ring > 4 * outer, (ring, inner, outer)
+        sides = [lum[(np.abs(r - 1 / 3) < 0.01) & q].mean() for q in (xx < w / 2, xx > w / 2, yy < h / 2, yy > h / 2)]
+        assert max(sides) < 2 * min(sides), sides
+        circle.screenshot(path=str(ARTIFACTS / "playground_circle.png"))
+
+        volume = cells.nth(2).locator(".sk-img")
+        volume.wait_for(timeout=60_000)
+        wait_js(page, "(e) => Number(e.dataset.frames) > 2", volume)
+        volume.scroll_into_view_if_needed()
+        a = _image_of(volume.locator("canvas").screenshot())
+        page.wait_for_timeout(1500)
+        b = _image_of(volume.locator("canvas").screenshot())
+        assert a[..., 2].std() > 20 and a[..., 0].max() > 200, "the slice is not coloured"
+        assert np.abs(a - b).mean() > 1, "the slice does not move with time"
+        volume.screenshot(path=str(ARTIFACTS / "playground_volume_slice.png"))
+
+        _keeps_playing_through_a_typo(page, lab_tools, cells.nth(2), "playground_failed_edit_magic.png")
+
+
+def test_failed_edit_keeps_the_view_in_the_slang_kernel(tmp_path_factory: pytest.TempPathFactory, lab_tools) -> None:
+    spec = {"name": "slang", "display_name": "Slang", "language": "slang"}
+    root = tmp_path_factory.mktemp("pgkernel")
+    with lab_tools.jupyterlab(root, ["%backend cpu", VOLUME], "kernel.ipynb", kernelspec=spec) as url, \
+            lab_tools.chromium_page("playground_failed_edit_kernel_failure.png") as page:
+        page.goto(url)
+        lab_tools.run_all_cells(page, 2, timeout=180_000)
+        cell = page.locator(".jp-Notebook .jp-Cell").nth(1)
+        cell.locator(".sk-img").wait_for(timeout=60_000)
+        lab_tools.wait_js(page, "(e) => Number(e.dataset.frames) > 2", cell.locator(".sk-img"))
+        _keeps_playing_through_a_typo(page, lab_tools, cell, "playground_failed_edit_kernel.png")
