@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from . import scanner
 from .backends import Backend
@@ -25,6 +25,9 @@ from .finite import FiniteCheck
 from .specialize import SpecializationError, conformance_options, explain, find_entry, find_externs, interface_params
 from .specialize import specialization as specialization_of
 from .specialize import variant as specialize_variant
+
+if TYPE_CHECKING:
+    from .autodiff import SlangFunction
 
 __all__ = ["KernelBuilds"]
 
@@ -55,7 +58,7 @@ class KernelBuilds:
         """Itself: engine parts reach `x.engine` whether given a Session or a view's service."""
         return self
 
-    def function(self, name: str) -> Any:
+    def function(self, name: str) -> "SlangFunction":
         """The SlangFunction `name` (engine parts given a view's service, e.g. the gradient flow)."""
         from .autodiff import SlangFunction
 

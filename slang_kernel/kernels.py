@@ -161,13 +161,13 @@ class ComputeKernel:
         backend that keeps textures on the device, a device texture there; elsewhere the (H, W, C)
         numpy array itself."""
         from .backends import textures
-        from .playground_resources import texel
+        from .backends.packing import texel_dtype
 
         p = next((q for q in self.params if q.name == param), None)
         if p is None or not p.type.is_texture:
             raise ParameterError(f"{self.name}(): `{param}` is not a texture parameter"
                                  + (f" ({p.type.name})" if p is not None else ""))
-        dtype, channels = texel(p.type)   # reflection names a texture's texel type only as text
+        dtype, channels = texel_dtype(p.type)   # reflection names a texture's texel type only as text
         arr = np.zeros((height, width, channels), dtype)
         backend = self.session.backend
         return textures(backend).texture(arr) if "textures" in backend.capabilities else arr

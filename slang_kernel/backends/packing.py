@@ -22,6 +22,7 @@ __all__ = [
     "as_mapping",
     "describe",
     "texel",
+    "texel_dtype",
     "Packer",
     "StructPlan",
     "fast_encoder",
@@ -135,6 +136,20 @@ def texel(t: TypeInfo) -> tuple[str, int]:
     except ParameterError:
         return "float32", 4
     return base.name, (shape[0] if shape else 1)
+
+def texel_dtype(t: TypeInfo) -> tuple[np.dtype[Any], int]:
+    """(host dtype, channels) of a texture's texels as arrays hold them: floats as float32 (half
+    stays float16), 32-bit ints as they are, anything else float32; float4 when reflection names none."""
+    try:
+        base, shape = typed_element(t)
+    except ParameterError:
+        return np.dtype(np.float32), 4
+    if base.kind == "f" and base != np.float16:
+        base = np.dtype(np.float32)
+    elif base not in (np.dtype(np.int32), np.dtype(np.uint32), np.dtype(np.float16)):
+        base = np.dtype(np.float32)
+    return base, (shape[0] if shape else 1)
+
 
 def _dtype_text(dt: np.dtype) -> str:
     """A dtype as the user would write it (structured dtypes with their fields, offsets and size)."""
