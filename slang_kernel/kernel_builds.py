@@ -82,6 +82,14 @@ class KernelBuilds:
     def failure(self, name: str) -> SlangCompileError | None:
         return self.store.failure(name)
 
+    def digest(self, name: str) -> str | None:
+        return self.store.digest(name)
+
+    def compile_cell_entry(self, cell: str, entry: str, target: str | None = None) -> CompiledKernel:
+        """Entry point `entry` of cell `cell` as that cell declares it (a later cell may define a kernel
+        of the same name: compile_entry would follow that one), through the one compile path."""
+        return self.service.compile(self.service.request("compile", cell=cell, entries=[entry], target=target))[entry]
+
     def owner(self, name: str, *, kernel: bool | None = None) -> Cell:
         return self.store.owner(name, kernel=kernel)
 
