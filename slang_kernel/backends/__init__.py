@@ -81,11 +81,12 @@ class ReplayStep(Protocol):
 
 class Replay(Protocol):
     """"replay": launches bound once and replayed without binding them again (CUDA graphs, one
-    command buffer per call on Vulkan). `launches`: (kernel, groups, values) in order. None: dispatch
-    them one by one here (a checked session checks every dispatch)."""
+    command buffer per call on Vulkan). `launches`: (kernel, groups, values) in order. Only asked for
+    unchecked launches: a checked session (config.checked) or the NaN/Inf finder dispatches them one
+    by one instead (slang_kernel.steps decides, once)."""
 
     def prepare_step(self, launches: list[tuple[CompiledKernel, tuple[int, int, int], Mapping[str, Any]]]
-                     ) -> ReplayStep | None: ...
+                     ) -> ReplayStep: ...
 
 
 def replay(backend: "Backend") -> Replay:
@@ -154,6 +155,7 @@ class Backend(Protocol):
     name: str                       # "cpu" | "vulkan" | "cuda"
     target: str                     # the Slang target it consumes: "cpp", "spirv", "cuda"
     capabilities: frozenset[str]    # a subset of CAPABILITIES
+    config: BackendConfig           # what it was made with (checked, timeout, ...)
 
     def describe(self) -> str:
         """The device, e.g. "g++ 12.2, 2 threads" or "llvmpipe (software Vulkan)"."""

@@ -42,8 +42,7 @@ class CudaStep:
             if 0 in groups:
                 continue
             plan = backend._plan(kernel)
-            what = ("textures" if plan.textured else "printf" if plan.printf
-                    else "a checked session's bounds report" if plan.report is not None else None)
+            what = "textures" if plan.textured else "printf" if plan.printf else None
             if what is not None:
                 raise ParameterError(f"Step: {kernel.entry} uses {what}, which a replayed step does not support "
                                      "on CUDA; call the kernel instead")

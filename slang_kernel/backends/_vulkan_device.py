@@ -257,12 +257,9 @@ class VulkanBackend:
             return pk
 
     def prepare_step(self, launches: list[tuple[CompiledKernel, tuple[int, int, int], Mapping[str, Any]]]) -> Any:
-        """The "replay" capability (slang_kernel.steps.Step): see _vulkan_step. None in a checked
-        session, whose dispatches run checked variants."""
+        """The "replay" capability (slang_kernel.steps.Step, which never asks a checked session): see _vulkan_step."""
         from ._vulkan_step import VulkanStep
 
-        if self.config.checked:
-            return None
         return VulkanStep(self, launches)
 
     def dispatch(self, kernel: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any]) -> None:

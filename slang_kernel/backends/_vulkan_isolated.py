@@ -309,12 +309,9 @@ class IsolatedVulkanBackend:
                               float(read) + (m["read"] - m["ran"]) * 1000, bool(dev), f"{how}, in the Vulkan worker")
 
     def prepare_step(self, launches: list[tuple[CompiledKernel, tuple[int, int, int], Mapping[str, Any]]]) -> Any:
-        """The "replay" capability (slang_kernel.steps.Step): see _vulkan_step. None in a checked
-        session, whose dispatches run checked variants."""
+        """The "replay" capability (slang_kernel.steps.Step, which never asks a checked session): see _vulkan_step."""
         from ._vulkan_step import IsolatedStep
 
-        if self.config.checked:
-            return None
         return IsolatedStep(self, launches, next(self._ids))
 
     def dispatch(self, kernel: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any],
