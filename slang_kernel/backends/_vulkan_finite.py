@@ -2,6 +2,9 @@
 
 A float32 buffer's words are tested for an all-ones exponent (NaN or Inf) by a small compute kernel
 that keeps the smallest such index (InterlockedMin); a second one-thread kernel reads that element.
+The scan is a grid-stride loop over at most MAX_GROUPS groups: one thread per element would need
+ceil(n / 256) groups in x, past Vulkan's guaranteed maxComputeWorkGroupCount[0] of 65535 from
+2^24 floats on.
 Only two uints come back, never the buffer. The kernels are a module of their own, built once per
 device like any kernel (a CompiledKernel made here: its reflection is three plain parameters).
 """
@@ -16,23 +19,30 @@ from ..cache import digest
 from ..compiled import CompiledKernel, ModuleSource
 from ..compiler.reflection import EntryPointInfo, ParamInfo, ProgramReflection, TypeInfo
 
-__all__ = ["GROUP", "first_nonfinite_f32"]
+__all__ = ["GROUP", "MAX_GROUPS", "first_nonfinite_f32", "scan_groups"]
 
 GROUP = 256
+MAX_GROUPS = 4096   # 2^20 threads: enough to fill a large GPU, far under the 65535 groups Vulkan guarantees
 NONE = 0xFFFFFFFF
 SOURCE = f"""
 // slang-kernel: the NaN/Inf finder's device scan (backends/_vulkan_finite.py)
 [shader("compute")][numthreads({GROUP}, 1, 1)]
 void sk_finite_scan(uint3 t: SV_DispatchThreadID, uniform StructuredBuffer<uint> sk_data,
-                    uniform RWStructuredBuffer<uint> sk_first, uniform uint sk_n)
+                    uniform RWStructuredBuffer<uint> sk_first, uniform uint sk_n, uniform uint sk_stride)
 {{
-    if (t.x < sk_n && (sk_data[t.x] & 0x7F800000u) == 0x7F800000u)
-        InterlockedMin(sk_first[0], t.x);
+    for (uint i = t.x; i < sk_n; i += sk_stride)   // a thread's indices grow: its first hit is its smallest
+    {{
+        if ((sk_data[i] & 0x7F800000u) == 0x7F800000u)
+        {{
+            InterlockedMin(sk_first[0], i);
+            return;
+        }}
+    }}
 }}
 
 [shader("compute")][numthreads(1, 1, 1)]
 void sk_finite_pick(uint3 t: SV_DispatchThreadID, uniform StructuredBuffer<uint> sk_data,
-                    uniform RWStructuredBuffer<uint> sk_first, uniform uint sk_n)
+                    uniform RWStructuredBuffer<uint> sk_first, uniform uint sk_n, uniform uint sk_stride)
 {{
     if (sk_first[0] < sk_n)
         sk_first[1] = sk_data[sk_first[0]];
@@ -45,6 +55,7 @@ _PARAMS = (
     ParamInfo("sk_first", TypeInfo(kind="resource", name="RWStructuredBuffer<uint>", alignment=1, element=_UINT,
                                    shape="structured_buffer", access="read_write")),
     ParamInfo("sk_n", _UINT),
+    ParamInfo("sk_stride", _UINT),
 )
 
 
@@ -60,16 +71,26 @@ _SCAN = _kernel("sk_finite_scan", (GROUP, 1, 1))
 _PICK = _kernel("sk_finite_pick", (1, 1, 1))
 
 
+def scan_groups(n: int) -> tuple[int, int, int]:
+    """The scan's thread groups for n elements: one thread per element up to MAX_GROUPS groups, then
+    each thread strides over several (the x count stays within every device's limit)."""
+    return (max(1, min(-(-n // GROUP), MAX_GROUPS)), 1, 1)
+
+
 def first_nonfinite_f32(buffer: Any) -> tuple[int, float] | None:
     """(flat index, value) of the first NaN/Inf in a float32 Vulkan device buffer (a VulkanBuffer or
     a worker's handle), found on the device; None when all of it is finite."""
     n = int(buffer.nbytes // 4)
     if n == 0:
         return None
-    first = np.array([NONE, 0], np.uint32)
+    if n >= NONE - MAX_GROUPS * GROUP:
+        raise ValueError(f"the NaN/Inf scan counts elements in 32 bits: a buffer of {n} floats is too large")
+    groups = scan_groups(n)
+    values = {"sk_data": buffer, "sk_first": np.array([NONE, 0], np.uint32), "sk_n": n, "sk_stride": groups[0] * GROUP}
+    first = values["sk_first"]
     dispatch = buffer.backend.dispatch
-    dispatch(_SCAN, (-(-n // GROUP), 1, 1), {"sk_data": buffer, "sk_first": first, "sk_n": n})
+    dispatch(_SCAN, groups, values)
     if int(first[0]) == NONE:
         return None
-    dispatch(_PICK, (1, 1, 1), {"sk_data": buffer, "sk_first": first, "sk_n": n})
+    dispatch(_PICK, (1, 1, 1), values)
     return int(first[0]), float(first[1:2].view(np.float32)[0])
