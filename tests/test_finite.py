@@ -168,7 +168,9 @@ def test_device_buffers_are_scanned_on_the_device(finite: sk.Session) -> None:
                                 check_finite=True)
     assert (info.value.buffer, info.value.index, info.value.size) == ("grad", (257,), n)
     assert np.isnan(info.value.value)
-    assert first_nonfinite(w) is not None and first_nonfinite(dev(np.ones(7, np.float32))) is None
+    b = finite.backend
+    assert first_nonfinite(w, b) is not None and first_nonfinite(dev(np.ones(7, np.float32)), b) is None
+    assert first_nonfinite(w) is not None   # without the backend: read back and scanned on the host
 
 
 def test_vulkan_scan_groups_stay_under_the_device_limit() -> None:
@@ -197,11 +199,11 @@ def test_vulkan_scan_of_a_buffer_past_the_group_limit(cache_dir: str) -> None:
         n = (1 << 24) + 300
         a = np.zeros(n, np.float32)
         buf = s.backend.buffer(a)   # type: ignore[attr-defined]
-        assert first_nonfinite(buf) is None
+        assert first_nonfinite(buf, s.backend) is None
         a[n - 5] = np.nan
         a[n - 2] = np.inf
         buf = s.backend.buffer(a)   # type: ignore[attr-defined]
-        hit = first_nonfinite(buf)
+        hit = first_nonfinite(buf, s.backend)
         assert hit is not None and hit[0] == (n - 5,) and np.isnan(hit[1]) and hit[2] == n
     finally:
         s.close()

@@ -37,6 +37,7 @@ from ..errors import BackendUnavailable, VulkanCompileError
 from .packing import ParameterError, describe
 from ._bounds_slang import Checked, dispatch_checked, is_variant, with_variants
 from ._vulkan_binding import _Binder
+from ._vulkan_finite import first_nonfinite_f32, scans
 from ._vulkan_prepared import (F_BUF, F_FLOAT, F_INT, F_TEX, MISSING, SET0_ANCHOR, Prepared, cursor as cursor_of,
                                fast_kind, needs_set0_anchor, write_changed)
 from ._vulkan_objects import VulkanBuffer, VulkanTexture, _writable_bytes
@@ -87,7 +88,7 @@ class VulkanBackend:
     name = "vulkan"
     target = "spirv"
 
-    capabilities = frozenset({"device_buffers", "textures", "timing", "type_conformances", "replay"})
+    capabilities = frozenset({"device_buffers", "textures", "timing", "type_conformances", "replay", "finite_scan"})
 
     def __init__(self, config: BackendConfig | None = None) -> None:
         try:
@@ -261,6 +262,13 @@ class VulkanBackend:
         from ._vulkan_step import VulkanStep
 
         return VulkanStep(self, launches)
+
+    def scans(self, value: Any) -> bool:
+        """The "finite_scan" capability: float32 device buffers of this backend (see _vulkan_finite)."""
+        return scans(self, value, VulkanBuffer)
+
+    def first_nonfinite(self, value: Any) -> tuple[tuple[int, ...], float, int] | None:
+        return first_nonfinite_f32(self, value)
 
     def dispatch(self, kernel: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any]) -> None:
         if self.config.checked and not is_variant(kernel):

@@ -19,7 +19,7 @@ from ..cache import digest
 from ..compiled import CompiledKernel, ModuleSource
 from ..compiler.reflection import EntryPointInfo, ParamInfo, ProgramReflection, TypeInfo
 
-__all__ = ["GROUP", "MAX_GROUPS", "first_nonfinite_f32", "scan_groups"]
+__all__ = ["GROUP", "MAX_GROUPS", "first_nonfinite_f32", "scan_groups", "scans"]
 
 GROUP = 256
 MAX_GROUPS = 4096   # 2^20 threads: enough to fill a large GPU, far under the 65535 groups Vulkan guarantees
@@ -77,20 +77,29 @@ def scan_groups(n: int) -> tuple[int, int, int]:
     return (max(1, min(-(-n // GROUP), MAX_GROUPS)), 1, 1)
 
 
-def first_nonfinite_f32(buffer: Any) -> tuple[int, float] | None:
-    """(flat index, value) of the first NaN/Inf in a float32 Vulkan device buffer (a VulkanBuffer or
-    a worker's handle), found on the device; None when all of it is finite."""
+def scans(backend: Any, value: Any, kind: type) -> bool:
+    """Whether `value` is a float32 buffer of `backend` (`kind`: its buffer class), scanned on its device."""
+    if type(value) is not kind:
+        return False
+    v: Any = value
+    return bool(v.backend is backend and v.dtype.base == np.float32 and v.dtype.names is None)
+
+
+def first_nonfinite_f32(backend: Any, buffer: Any) -> tuple[tuple[int, ...], float, int] | None:
+    """(index, value, element count) of the first NaN/Inf in a float32 device buffer of `backend` (a
+    VulkanBuffer or a worker's handle, see `scans`), found on the device; None when all of it is finite."""
     n = int(buffer.nbytes // 4)
     if n == 0:
         return None
     if n >= NONE - MAX_GROUPS * GROUP:
         raise ValueError(f"the NaN/Inf scan counts elements in 32 bits: a buffer of {n} floats is too large")
     groups = scan_groups(n)
-    values = {"sk_data": buffer, "sk_first": np.array([NONE, 0], np.uint32), "sk_n": n, "sk_stride": groups[0] * GROUP}
+    values: dict[str, Any] = {"sk_data": buffer, "sk_first": np.array([NONE, 0], np.uint32), "sk_n": n, "sk_stride": groups[0] * GROUP}
     first = values["sk_first"]
-    dispatch = buffer.backend.dispatch
-    dispatch(_SCAN, groups, values)
+    backend.dispatch(_SCAN, groups, values)
     if int(first[0]) == NONE:
         return None
-    dispatch(_PICK, (1, 1, 1), values)
-    return int(first[0]), float(first[1:2].view(np.float32)[0])
+    backend.dispatch(_PICK, (1, 1, 1), values)
+    flat, v = int(first[0]), float(first[1:2].view(np.float32)[0])
+    shape = (*buffer.shape, *buffer.dtype.shape) or (flat + 1,)
+    return tuple(int(i) for i in np.unravel_index(flat, shape)), v, int(buffer.size)

@@ -36,6 +36,7 @@ from ..errors import (BackendUnavailable, DeviceLost, KernelCrash, KernelInterru
 from . import BackendConfig, DispatchTiming, _shm
 from .packing import describe
 from ._bounds_slang import Checked, dispatch_checked, is_variant, with_variants
+from ._vulkan_finite import first_nonfinite_f32, scans
 from ._vulkan_handles import VulkanBufferHandle, VulkanTextureHandle, _Handle
 from ._vulkan_process import _Process
 from ._vulkan_wire import ArrayArg, ArraySlot, DeviceRef, Reply
@@ -56,7 +57,8 @@ class IsolatedVulkanBackend:
 
     name = "vulkan"
     target = "spirv"
-    capabilities = frozenset({"device_buffers", "textures", "shared_arrays", "timing", "type_conformances", "replay"})
+    capabilities = frozenset({"device_buffers", "textures", "shared_arrays", "timing", "type_conformances", "replay",
+                              "finite_scan"})
 
     def __init__(self, config: BackendConfig | None = None) -> None:
         self.config = config = config or BackendConfig()
@@ -313,6 +315,13 @@ class IsolatedVulkanBackend:
         from ._vulkan_step import IsolatedStep
 
         return IsolatedStep(self, launches, next(self._ids))
+
+    def scans(self, value: Any) -> bool:
+        """The "finite_scan" capability: float32 buffers of this worker (see _vulkan_finite)."""
+        return scans(self, value, VulkanBufferHandle)
+
+    def first_nonfinite(self, value: Any) -> tuple[tuple[int, ...], float, int] | None:
+        return first_nonfinite_f32(self, value)
 
     def dispatch(self, kernel: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any],
                  marks: dict[str, Any] | None = None) -> None:
