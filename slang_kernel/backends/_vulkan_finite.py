@@ -17,7 +17,8 @@ import numpy as np
 
 from ..cache import digest
 from ..compiled import CompiledKernel, ModuleSource
-from ..compiler.reflection import EntryPointInfo, ParamInfo, ProgramReflection, TypeInfo
+from ..compiler.reflection import EntryPointInfo, ParamInfo, ProgramReflection
+from .packing import UINT, uint_buffer
 
 __all__ = ["GROUP", "MAX_GROUPS", "first_nonfinite_f32", "scan_groups", "scans"]
 
@@ -48,15 +49,8 @@ void sk_finite_pick(uint3 t: SV_DispatchThreadID, uniform StructuredBuffer<uint>
         sk_first[1] = sk_data[sk_first[0]];
 }}
 """
-_UINT = TypeInfo(kind="scalar", name="uint", size=4, alignment=4, stride=4, scalar="uint32")
-_PARAMS = (
-    ParamInfo("sk_data", TypeInfo(kind="resource", name="StructuredBuffer<uint>", alignment=1, element=_UINT,
-                                  shape="structured_buffer", access="read")),
-    ParamInfo("sk_first", TypeInfo(kind="resource", name="RWStructuredBuffer<uint>", alignment=1, element=_UINT,
-                                   shape="structured_buffer", access="read_write")),
-    ParamInfo("sk_n", _UINT),
-    ParamInfo("sk_stride", _UINT),
-)
+_PARAMS = (uint_buffer("sk_data", False), uint_buffer("sk_first", True), ParamInfo("sk_n", UINT),
+           ParamInfo("sk_stride", UINT))
 
 
 def _kernel(entry: str, numthreads: tuple[int, int, int]) -> CompiledKernel:

@@ -353,9 +353,7 @@ class IsolatedVulkanBackend:
                                      f"writable C-contiguous array; got {describe(v)} "
                                      "(np.ascontiguousarray makes one)")
         with self._lock:
-            if kernel.key not in self._proc.loaded:
-                self._call({"op": "load", "kernel": kernel}, f"{kernel.entry} (building it for Vulkan)", kernel.entry)
-                self._proc.loaded.add(kernel.key)
+            self._ensure_loaded(kernel)
             if marks is not None:
                 marks["start"] = time.perf_counter()
             slots = self._stage(arrays)
@@ -383,6 +381,25 @@ class IsolatedVulkanBackend:
         if text:
             sys.stdout.write(text)
             sys.stdout.flush()
+
+    def _ensure_loaded(self, kernel: CompiledKernel) -> None:
+        """Build the kernel in the worker unless it is there (the caller holds the lock)."""
+        if kernel.key not in self._proc.loaded:
+            self._call({"op": "load", "kernel": kernel}, f"{kernel.entry} (building it for Vulkan)", kernel.entry)
+            self._proc.loaded.add(kernel.key)
+
+    def run_step(self, step_id: int, launches: list[tuple[CompiledKernel, tuple[int, int, int], Mapping[str, Any]]],
+                 times: int) -> None:
+        """A replayed step's call (_vulkan_step.IsolatedStep): its launches, with device handles as
+        references, to the worker's step `step_id` (made there at its first call): one round trip."""
+        sent = [(k.key, g, {n: v if isinstance(v, (int, float, str)) else self._refs(v, n) for n, v in values.items()})
+                for k, g, values in launches]
+        entry = launches[0][0].entry
+        with self._lock:
+            for kernel, _, _ in launches:
+                self._ensure_loaded(kernel)
+            self._call({"op": "step", "id": step_id, "launches": sent, "times": times}, f"a step of {entry}", entry,
+                       self.timeout)
 
     def _refs(self, v: Any, name: str, arrays: list[np.ndarray] | None = None, index: dict[int, int] | None = None,
               nested: list[int] | None = None) -> Any:
