@@ -42,7 +42,6 @@ import argparse
 import json
 import math
 import sys
-import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -50,6 +49,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 PEERS = Path(__file__).resolve().parent / "peers"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _timing import rate  # noqa: E402
 
 
 def notebook_cells(name: str) -> dict[str, str]:
@@ -131,19 +133,12 @@ def ours_splat(device: str, size: int, blobs: int, warm: int, iters: int, isolat
     k = s.kernel
     step = Step([(k("splatTrain"), dict(threads=(size, size, 1), target=tgt, size=(size, size))),
                  (k("adamUpdate"), dict(threads=P, moments=moments, count=P))], shared=shared)
-    step(warm)
-    o.sync()
-    t0 = time.perf_counter()
-    for _ in range(iters // 10):
-        step(10)
-    step(iters % 10)
-    o.sync()
-    rate = iters / (time.perf_counter() - t0)
+    its = rate(step, o.sync, warm, iters)
     k("splatRender")(threads=(size, size, 1), image=image, size=(size, size), **shared)
     frame = o.host(image).reshape(size, size, 4)
     mode = step.mode
     o.close()
-    return rate, splat_loss(frame, target), mode
+    return its, splat_loss(frame, target), mode
 
 
 def ours_neural(device: str, res: int, batch: int, warm: int, iters: int, isolate: bool) -> tuple[float, float, str]:
@@ -168,19 +163,12 @@ def ours_neural(device: str, res: int, batch: int, warm: int, iters: int, isolat
     k = s.kernel
     step = Step([(k("trainTexture"), dict(threads=batch, rng=rs, target=tgt, size=(res, res), lossScale=1.0 / batch)),
                  (k("adamStep"), dict(threads=P, state=state, learningRate=0.0005))], shared=shared)
-    step(warm)
-    o.sync()
-    t0 = time.perf_counter()
-    for _ in range(iters // 10):
-        step(10)
-    step(iters % 10)
-    o.sync()
-    rate = iters / (time.perf_counter() - t0)
+    its = rate(step, o.sync, warm, iters)
     k("evalModel")(threads=(res, res, 1), image=image, size=(res, res), **shared)
     frame = o.host(image).reshape(res, res, 4)
     mode = step.mode
     o.close()
-    return rate, neural_loss(frame, target), mode
+    return its, neural_loss(frame, target), mode
 
 
 def splat_loss(frame: np.ndarray, target: np.ndarray) -> float:
@@ -220,17 +208,14 @@ def peer_splat(device: str, size: int, blobs: int, warm: int, iters: int) -> tup
         module.perPixelLoss.bwds(ppl, spy.grid(shape=(size, size)), b, tex)
         module.adamUpdate(b, b.grad_out, m1, m2)
 
-    for _ in range(warm):
-        one()
-    dev.wait_for_idle()
-    t0 = time.perf_counter()
-    for _ in range(iters):
-        one()
-    dev.wait_for_idle()
-    rate = iters / (time.perf_counter() - t0)
+    def run(n: int) -> None:
+        for _ in range(n):
+            one()
+
+    its = rate(run, dev.wait_for_idle, warm, iters)
     module.renderBlobsToTexture(cur, b, spy.grid(shape=(size, size)))
     frame = cur.to_numpy()
-    return rate, splat_loss(frame, target), "one call per kernel per iteration"
+    return its, splat_loss(frame, target), "one call per kernel per iteration"
 
 
 def peer_neural(device: str, res: int, batch: int, warm: int, iters: int) -> tuple[float, float, str]:
@@ -262,17 +247,9 @@ def peer_neural(device: str, res: int, batch: int, warm: int, iters: int) -> tup
                 module.adamStep.append_to(enc, t, t.grad_out, m, v, it, 0.0005)
         dev.submit_command_buffer(enc.finish())
 
-    run(warm)
-    dev.wait_for_idle()
-    t0 = time.perf_counter()
-    for _ in range(iters // 10):
-        run(10)
-    if iters % 10:
-        run(iters % 10)
-    dev.wait_for_idle()
-    rate = iters / (time.perf_counter() - t0)
+    its = rate(run, dev.wait_for_idle, warm, iters)
     frame = module.evalModel(model, uvs, _result="numpy")
-    return rate, neural_loss(frame, target), "10 batches per command encoder"
+    return its, neural_loss(frame, target), "10 batches per command encoder"
 
 
 def main() -> None:
