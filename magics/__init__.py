@@ -164,3 +164,6 @@ class SlangMagics(Magics):
 
 def load_ipython_extension(ipython: InteractiveShell) -> None:
     ipython.register_magics(SlangMagics(ipython))
+    from ..lsp.ipython import register  # Tab and Shift-Tab in %%slang cells (slang_kernel.lsp, i31)
+
+    register(ipython)

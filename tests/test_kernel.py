@@ -17,7 +17,8 @@ from jupyter_client.manager import start_new_kernel
 
 from slang_kernel.kernel.install import temporary_kernelspec
 
-KERNEL_ENV = {"SLANG_KERNEL_BACKEND": "cpu"}
+# Tab and Shift-Tab ask Slang's language server (slang_kernel.lsp); a busy CI machine may start it slowly
+KERNEL_ENV = {"SLANG_KERNEL_BACKEND": "cpu", "SLANG_KERNEL_LSP_TIMEOUT": "60"}
 TIMEOUT = 120
 
 
@@ -52,6 +53,8 @@ class SlangKernelTests(jupyter_kernel_test.KernelTests):
         {"text": "struct Pt { float3 pos; };\nvoid f(Pt q) { q.pos.", "matches": {"x", "y", "z", "r", "g", "b"}},
         {"text": "float4 c; c.", "matches": {"x", "y", "z", "w", "r", "g", "b", "a"}},
         {"text": "RWStructuredB", "matches": {"RWStructuredBuffer"}},
+        # methods come from the language server (the kernel's own completion knows fields only)
+        {"text": "struct Acc { float v; float twice() { return 2 * v; } };\nAcc a; a.", "matches": {"v", "twice"}},
         {"text": "%backe", "matches": {"%backend"}},
         {"text": "%backend c", "matches": {"cpu", "cuda"}},
         {"text": "%%python\nimport o"},
@@ -301,13 +304,31 @@ def test_inspect_gives_signatures_and_types(kernel: Kernel) -> None:
     r = kernel.request("inspect", "float y = lum(c);", 11)
     assert r["found"] and "float lum(float3 c)" in r["data"]["text/plain"]
     r = kernel.request("inspect", "Light l; float p = l.power;", 23)
-    assert r["found"] and r["data"]["text/plain"].startswith("float l.power")
+    assert r["found"] and "float l.power" in r["data"]["text/plain"]
     r = kernel.request("inspect", "Light", 2)
     assert r["found"] and "float3 dir;" in r["data"]["text/plain"]
     r = kernel.request("inspect", "zzz_unknown", 3)
     assert not r["found"]
     r = kernel.request("inspect", "%%python\nlen", 11)
     assert r["found"]
+
+
+def test_language_server_answers_tab_and_shift_tab(kernel: Kernel) -> None:
+    kernel.ok("float cube(float x) { return x * x * x; }")
+    kernel.ok("struct Counter { uint n; uint next() { return n + 1; } };")
+    # Shift-Tab in a call, in a cell that has not run: the server's signature, naming the cell
+    r = kernel.request("inspect", "float e = cube(", 15)
+    md = r["data"]["text/markdown"]
+    assert r["found"] and "func cube(float x) -> float" in md, md
+    assert re.search(r"Defined in In\[\d+\], line 1", md) and "slang-kernel-lsp" not in md, md
+    assert "func cube(float x) -> float" in r["data"]["text/plain"] and "```" not in r["data"]["text/plain"]
+    # Tab after `.` on a type from an earlier cell: its field and its method
+    r = kernel.request("complete", "Counter c; c.", 13)
+    assert {"n", "next"} <= set(r["matches"]) and r["cursor_start"] == 13
+    # a %%slang cell of the Slang kernel is Slang too
+    code = "%%slang\nfloat f = cube("
+    r = kernel.request("inspect", code, len(code))
+    assert r["found"] and "func cube(float x) -> float" in r["data"]["text/markdown"]
 
 
 @pytest.mark.slow

@@ -14,7 +14,8 @@ from ..compiler.reflection import DeclInfo
 from .language import ATTRIBUTES, BUILTIN_TYPES, INTRINSICS, KEYWORDS, SEMANTICS, SWIZZLE, vector_length
 from .source import SLANG_MAGICS
 
-__all__ = ["Completion", "complete", "inspect", "is_complete", "mask_code", "type_of", "word_at"]
+__all__ = ["Completion", "after_dot", "complete", "inspect", "is_complete", "mask_code", "receiver_type", "type_of",
+           "word_at"]
 
 BACKENDS = ("cpu", "vulkan", "cuda", "auto")
 TARGETS = ("hlsl", "glsl", "spirv-asm", "metal", "wgsl", "cuda", "cpp")
@@ -216,6 +217,22 @@ def type_of(expr: str, code: str, before: int, names: Mapping[str, DeclInfo],
         for _ in range(idx.count("[")):
             t = _element_type(t)
     return t
+
+
+def after_dot(code: str, cursor_pos: int) -> int | None:
+    """The offset of the `.` before the word at the cursor (`p.ma|`), or None."""
+    _, start, _ = word_at(code, cursor_pos)
+    j = start - 1
+    while j >= 0 and code[j] in " \t":
+        j -= 1
+    return j if j >= 0 and code[j] == "." else None
+
+
+def receiver_type(code: str, cursor_pos: int, names: Mapping[str, DeclInfo]) -> str | None:
+    """The type of the expression before the `.` at the cursor (`p.pos.|` -> float3), if known."""
+    j = after_dot(code, cursor_pos)
+    m = _CHAIN.search(code[:j]) if j is not None else None
+    return type_of(m.group(1), code, j, names) if m is not None and j is not None else None
 
 
 # -- completion -----------------------------------------------------------------------------------------

@@ -38,11 +38,13 @@ from .. import KernelInterrupted, __version__
 from ..compiler.diagnostics import SlangCompileError
 from ..display import code_display, show, warnings_text
 from ..frontend import FrontEnd
+from ..lsp import replies
+from ..lsp.assist import Assistant
 from ..session import CODE_TARGETS, Session
 from . import completion
 from .display import SlangKernelError
 from .language import LANGUAGE_INFO
-from .source import Magic, parse_cell
+from .source import Magic, is_slang_cell, parse_cell
 
 __all__ = ["SlangKernel", "parse_run_args"]
 
@@ -114,6 +116,8 @@ class SlangKernel(IPythonKernel):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._pending: tuple[str, str] | None = None  # (raw code, kind) of the cell being executed
+        self._lsp: Assistant | None = None  # Slang's language server for Tab and Shift-Tab, on first use
+        self._lsp_made = False
         assert self.shell is not None
         self.frontend = FrontEnd.of(self.shell, quiet=(SlangKernelError,))
         self.shell.input_transformers_cleanup.insert(0, self._transform)
@@ -249,6 +253,11 @@ class SlangKernel(IPythonKernel):
 
     # -- completion, inspection, is_complete ------------------------------------------------------------
 
+    def _assistant(self) -> Assistant | None:
+        if not self._lsp_made:
+            self._lsp, self._lsp_made = replies.assistant_from_env(), True
+        return self._lsp
+
     def _names(self) -> tuple[dict[str, Any], list[str]]:
         s = self.frontend.existing_session
         if s is None:
@@ -267,7 +276,7 @@ class SlangKernel(IPythonKernel):
 
     def do_complete(self, code: str, cursor_pos: int | None) -> Any:
         cursor_pos = len(code) if cursor_pos is None else cursor_pos
-        if parse_cell(code).kind != "slang":
+        if parse_cell(code).kind != "slang" and not is_slang_cell(code):
             reply = super().do_complete(code, cursor_pos)
             head = code[:cursor_pos]
             if re.fullmatch(r"\s*%\w*", head):  # a line magic being typed: ours or IPython's
@@ -279,8 +288,9 @@ class SlangKernel(IPythonKernel):
                     reply["matches"] = ours["matches"] + theirs
             return reply
         names, kernels = self._names()
-        found = completion.complete(code, cursor_pos, names, kernels, kernel_params=self._kernel_params)
-        return found.reply()
+        cells, defines = replies.notebook(self.frontend)
+        return replies.complete_reply(self._assistant(), cells, code, cursor_pos, defines, names, kernels,
+                                      kernel_params=self._kernel_params)
 
     def _owner(self, name: str) -> str | None:
         s = self.frontend.existing_session
@@ -292,14 +302,12 @@ class SlangKernel(IPythonKernel):
         return None
 
     def do_inspect(self, code: str, cursor_pos: int, detail_level: int = 0, omit_sections: Any = ()) -> Any:
-        if parse_cell(code).kind != "slang":
+        if parse_cell(code).kind != "slang" and not is_slang_cell(code):
             return super().do_inspect(code, cursor_pos, detail_level, omit_sections)
         names, kernels = self._names()
-        text = completion.inspect(code, cursor_pos, names, kernels, owner=self._owner)
-        if text is None:
-            return {"status": "ok", "found": False, "data": {}, "metadata": {}}
-        return {"status": "ok", "found": True, "metadata": {},
-                "data": {"text/plain": text, "text/markdown": f"```slang\n{text}\n```"}}
+        own = completion.inspect(code, cursor_pos, names, kernels, owner=self._owner)
+        cells, defines = replies.notebook(self.frontend)
+        return replies.inspect_reply(self._assistant(), cells, code, cursor_pos, defines, own)
 
     def do_is_complete(self, code: str) -> Any:
         parsed = parse_cell(code)
@@ -316,6 +324,8 @@ class SlangKernel(IPythonKernel):
         return completion.is_complete(code)
 
     def do_shutdown(self, restart: bool) -> Any:
+        if self._lsp is not None:
+            self._lsp.close()
         s = self.frontend.existing_session
         if s is not None:
             try:

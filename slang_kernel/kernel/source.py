@@ -14,11 +14,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["PYTHON_HEADERS", "SLANG_MAGICS", "Magic", "ParsedCell", "classify", "parse_cell"]
+__all__ = ["PYTHON_HEADERS", "SLANG_MAGICS", "Magic", "ParsedCell", "classify", "is_slang_cell", "parse_cell"]
 
 PYTHON_HEADERS = ("%%python", "%%py")
 SLANG_MAGICS = ("backend", "show", "run")
 _MAGIC = re.compile(r"^%(\w+)\b(.*)$")
+_SLANG_CELL = re.compile(r"^\s*%%slang\b")
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,11 @@ def _first_line(code: str) -> str:
         if line.strip():
             return line.strip()
     return ""
+
+
+def is_slang_cell(code: str) -> bool:
+    """A `%%slang` cell (its first line, after blank lines, is `%%slang ...`)."""
+    return bool(_SLANG_CELL.match(code))
 
 
 def classify(code: str) -> str:

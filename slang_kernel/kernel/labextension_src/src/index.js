@@ -8,6 +8,8 @@ import { IEditorLanguageRegistry } from "@jupyterlab/codemirror";
 import { LanguageSupport, StreamLanguage } from "@codemirror/language";
 import { parseMixed } from "@lezer/common";
 import { clike } from "@codemirror/legacy-modes/mode/clike";
+import { ILSPCodeExtractorsManager } from "@jupyterlab/lsp";
+import { registerExtractors } from "./lsp";
 
 const set = (...lists) => Object.fromEntries(lists.join(" ").split(/\s+/).filter(Boolean).map((w) => [w, true]));
 
@@ -94,7 +96,7 @@ function patchPython(languages) {
   }
 }
 
-export default {
+const language = {
   id: "slang-kernel-syntax:language",
   description: "Slang syntax highlighting (Slang kernel cells, *.slang files, %%slang cells in Python notebooks)",
   autoStart: true,
@@ -110,3 +112,17 @@ export default {
     patchPython(languages);
   },
 };
+
+// Slang cells for language servers (see lsp.js): JupyterLab always provides the manager; only
+// jupyterlab-lsp (pip install 'slang-kernel[lsp]') reads it.
+const lspCells = {
+  id: "slang-kernel-syntax:lsp-cells",
+  description: "Slang cells for jupyterlab-lsp: %%slang cells of Python notebooks, Python cells of Slang notebooks",
+  autoStart: true,
+  optional: [ILSPCodeExtractorsManager],
+  activate: (_app, extractors) => {
+    if (extractors) registerExtractors(extractors);
+  },
+};
+
+export default [language, lspCells];
