@@ -18,7 +18,9 @@ from ..compiler.reflection import ParamInfo, TypeInfo
 from ..errors import ParameterError
 
 __all__ = [
+    "UINT",
     "ParameterError",
+    "uint_buffer",
     "as_mapping",
     "describe",
     "texel",
@@ -488,3 +490,15 @@ class StructPlan:
                 packer.keepalive.append(v)
             buf[f.offset:f.offset + len(data)] = data
         return buf
+
+
+# The reflection of the backends' own helper kernels' parameters (the NaN/Inf scan, a checked
+# variant's report buffer), made here once: those kernels never pass through the session's compiler.
+UINT = TypeInfo(kind="scalar", name="uint", size=4, alignment=4, stride=4, scalar="uint32")
+
+
+def uint_buffer(name: str, writable: bool) -> ParamInfo:
+    """A `StructuredBuffer<uint>` (or `RWStructuredBuffer<uint>`) parameter, as reflection states one."""
+    prefix = "RW" if writable else ""
+    return ParamInfo(name, TypeInfo(kind="resource", name=f"{prefix}StructuredBuffer<uint>", alignment=1, element=UINT,
+                                    shape="structured_buffer", access="read_write" if writable else "read"))
