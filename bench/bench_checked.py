@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import platform
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -26,6 +25,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import slang_kernel as sk  # noqa: E402
+from _timing import median_ms  # noqa: E402
 
 KERNELS = """
 [shader("compute")][numthreads(256, 1, 1)]
@@ -48,17 +48,6 @@ void gather8(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o,
     o[i] = s;
 }
 """
-
-
-def timed(fn: Callable[[], None], repeat: int, warm: int = 3) -> float:
-    for _ in range(warm):
-        fn()
-    ts = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts) * 1e3
 
 
 def device_arrays(s: sk.Session, arrays: dict[str, np.ndarray]) -> tuple[dict[str, Any], Callable[[], None]]:
@@ -93,7 +82,7 @@ def run(backend: str, n: int, repeat: int, cache_dir: str | None) -> list[tuple[
                 def call(k: Any = k, dev: dict[str, Any] = dev, sync: Callable[[], None] = sync) -> None:
                     k(threads=n, n=n, **dev)
                     sync()
-                ms.append(timed(call, repeat))
+                ms.append(median_ms(call, repeat))
             out.append((kernel, ms[0], ms[1]))
     finally:
         for s in sessions:

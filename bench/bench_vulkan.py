@@ -21,17 +21,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import slang_kernel as sk  # noqa: E402
-
-
-def bench(fn, repeat: int, warm: int = 3) -> float:
-    for _ in range(warm):
-        fn()
-    ts = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts) * 1e3
+from _timing import median_ms as bench  # noqa: E402
 
 
 TINY = """

@@ -20,6 +20,11 @@ Both sides: the same seeds, initial parameters, target (matplotlib's grace_hoppe
 square; the sample's jeep.jpg is a Git LFS object not in the repository snapshot) and iteration
 count; iterations/s over the timed iterations after a warm-up, the device waited for at the end;
 the final loss is computed the same way for both from the rendered result. Ratio = ours / slangpy.
+Two rows of ours per workload and device: "wave-sum", the notebooks' cells as they are (each
+parameter's gradient summed over a wave, one atomic per wave), and "per-pixel", the same cells with
+the samples' reduction written in (one atomic add per pixel or sample and parameter, as slangpy's
+DiffTensor gradients): per-pixel against slangpy is engine against engine, wave-sum against
+per-pixel is the algorithm.
 
 The port of the splatting sample to slangpy 0.43.1 (the shader's math is unchanged):
 - `GradInOutTensor<float, 1>` -> `DiffTensor<float, 1>` (read-only primal, atomic gradient output);
@@ -41,8 +46,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
-import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -50,6 +55,22 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 PEERS = Path(__file__).resolve().parent / "peers"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _timing import rate  # noqa: E402
+
+# The notebooks reduce each parameter's gradient over a wave (WaveActiveSum) and add it with one
+# atomic per wave; the samples add every pixel's (sample's) gradient with its own atomic. The
+# "per-pixel atomics" rows run our cells with the sample's reduction written in instead, so that
+# ours against slangpy is engine against engine and wave-summed against per-pixel is the algorithm.
+WAVE_SUM = re.compile(r"float s = WaveActiveSum\((\w+)\);[^\n]*\n\s*if \(WaveIsFirstLane\(\)\)\n"
+                      r"\s*InterlockedAdd\(grads\[(\w+)\], s\);")
+
+
+def per_pixel_atomics(body: str) -> str:
+    """A cell's wave-summed gradient atomics replaced by one atomic per pixel (the samples' reduction)."""
+    out, n = WAVE_SUM.subn(r"InterlockedAdd(grads[\2], \1);   // bench: one atomic per pixel/sample, as slangpy's", body)
+    return out if n else body
 
 
 def notebook_cells(name: str) -> dict[str, str]:
@@ -113,14 +134,25 @@ class Ours:
         self.tmp.cleanup()
 
 
-def ours_splat(device: str, size: int, blobs: int, warm: int, iters: int, isolate: bool) -> tuple[float, float, str]:
+def cells(notebook: str, per_pixel: bool) -> dict[str, str]:
+    got = notebook_cells(notebook)
+    if not per_pixel:
+        return got
+    out = {name: per_pixel_atomics(body) for name, body in got.items()}
+    if out == got:
+        raise SystemExit(f"{notebook}: no wave-summed gradient atomics found to replace (the cells changed?)")
+    return out
+
+
+def ours_splat(device: str, size: int, blobs: int, warm: int, iters: int, isolate: bool,
+               per_pixel: bool = False) -> tuple[float, float, str]:
     from slang_kernel.steps import Step
 
     o = Ours(device, isolate)
     s = o.s
     s.set_define("ATOMIC_GRADS", "1")
     s.set_define("BLOB_COUNT", str(blobs))
-    for name, body in notebook_cells("10_gaussian_fit.ipynb").items():
+    for name, body in cells("10_gaussian_fit.ipynb", per_pixel).items():
         s.run_cell(body, name=name)
     target = target_image(size)
     P = blobs * 9
@@ -131,22 +163,16 @@ def ours_splat(device: str, size: int, blobs: int, warm: int, iters: int, isolat
     k = s.kernel
     step = Step([(k("splatTrain"), dict(threads=(size, size, 1), target=tgt, size=(size, size))),
                  (k("adamUpdate"), dict(threads=P, moments=moments, count=P))], shared=shared)
-    step(warm)
-    o.sync()
-    t0 = time.perf_counter()
-    for _ in range(iters // 10):
-        step(10)
-    step(iters % 10)
-    o.sync()
-    rate = iters / (time.perf_counter() - t0)
+    its = rate(step, o.sync, warm, iters)
     k("splatRender")(threads=(size, size, 1), image=image, size=(size, size), **shared)
     frame = o.host(image).reshape(size, size, 4)
     mode = step.mode
     o.close()
-    return rate, splat_loss(frame, target), mode
+    return its, splat_loss(frame, target), mode
 
 
-def ours_neural(device: str, res: int, batch: int, warm: int, iters: int, isolate: bool) -> tuple[float, float, str]:
+def ours_neural(device: str, res: int, batch: int, warm: int, iters: int, isolate: bool,
+                per_pixel: bool = False) -> tuple[float, float, str]:
     from slang_kernel.steps import Step
 
     o = Ours(device, isolate)
@@ -154,7 +180,7 @@ def ours_neural(device: str, res: int, batch: int, warm: int, iters: int, isolat
     s.set_define("ATOMIC_GRADS", "1")
     s.set_define("HIDDEN", "64")
     s.set_define("SAMPLES_PER_THREAD", "1")
-    for name, body in notebook_cells("11_neural_texture.ipynb").items():
+    for name, body in cells("11_neural_texture.ipynb", per_pixel).items():
         s.run_cell(body, name=name)
     target = target_image(res)
     rng = np.random.default_rng(0)
@@ -168,19 +194,12 @@ def ours_neural(device: str, res: int, batch: int, warm: int, iters: int, isolat
     k = s.kernel
     step = Step([(k("trainTexture"), dict(threads=batch, rng=rs, target=tgt, size=(res, res), lossScale=1.0 / batch)),
                  (k("adamStep"), dict(threads=P, state=state, learningRate=0.0005))], shared=shared)
-    step(warm)
-    o.sync()
-    t0 = time.perf_counter()
-    for _ in range(iters // 10):
-        step(10)
-    step(iters % 10)
-    o.sync()
-    rate = iters / (time.perf_counter() - t0)
+    its = rate(step, o.sync, warm, iters)
     k("evalModel")(threads=(res, res, 1), image=image, size=(res, res), **shared)
     frame = o.host(image).reshape(res, res, 4)
     mode = step.mode
     o.close()
-    return rate, neural_loss(frame, target), mode
+    return its, neural_loss(frame, target), mode
 
 
 def splat_loss(frame: np.ndarray, target: np.ndarray) -> float:
@@ -220,17 +239,14 @@ def peer_splat(device: str, size: int, blobs: int, warm: int, iters: int) -> tup
         module.perPixelLoss.bwds(ppl, spy.grid(shape=(size, size)), b, tex)
         module.adamUpdate(b, b.grad_out, m1, m2)
 
-    for _ in range(warm):
-        one()
-    dev.wait_for_idle()
-    t0 = time.perf_counter()
-    for _ in range(iters):
-        one()
-    dev.wait_for_idle()
-    rate = iters / (time.perf_counter() - t0)
+    def run(n: int) -> None:
+        for _ in range(n):
+            one()
+
+    its = rate(run, dev.wait_for_idle, warm, iters)
     module.renderBlobsToTexture(cur, b, spy.grid(shape=(size, size)))
     frame = cur.to_numpy()
-    return rate, splat_loss(frame, target), "one call per kernel per iteration"
+    return its, splat_loss(frame, target), "one call per kernel per iteration"
 
 
 def peer_neural(device: str, res: int, batch: int, warm: int, iters: int) -> tuple[float, float, str]:
@@ -262,17 +278,9 @@ def peer_neural(device: str, res: int, batch: int, warm: int, iters: int) -> tup
                 module.adamStep.append_to(enc, t, t.grad_out, m, v, it, 0.0005)
         dev.submit_command_buffer(enc.finish())
 
-    run(warm)
-    dev.wait_for_idle()
-    t0 = time.perf_counter()
-    for _ in range(iters // 10):
-        run(10)
-    if iters % 10:
-        run(iters % 10)
-    dev.wait_for_idle()
-    rate = iters / (time.perf_counter() - t0)
+    its = rate(run, dev.wait_for_idle, warm, iters)
     frame = module.evalModel(model, uvs, _result="numpy")
-    return rate, neural_loss(frame, target), "10 batches per command encoder"
+    return its, neural_loss(frame, target), "10 batches per command encoder"
 
 
 def main() -> None:
@@ -286,8 +294,8 @@ def main() -> None:
     a = ap.parse_args()
     splat_size, res, batch = (32, 32, 1024) if a.quick else (256, 512, 256 * 256)
     print(f"# bench_workloads: {a.iterations} timed iterations after {a.warmup} warm-up ones; python {sys.version.split()[0]}")
-    print(f"{'workload':8} {'device':7} {'ours it/s':>10} {'slangpy it/s':>13} {'ratio':>7} {'ours loss':>10} "
-          f"{'slangpy loss':>13} {'loss ratio':>10}  how ours replays / how slangpy ran")
+    print(f"{'workload':8} {'device':7} {'gradients':10} {'ours it/s':>10} {'slangpy it/s':>13} {'ratio':>7} "
+          f"{'ours loss':>10} {'slangpy loss':>13} {'loss ratio':>10}  how ours replays / how slangpy ran")
     runs: dict[str, tuple[Callable[..., tuple[float, float, str]], Callable[..., tuple[float, float, str]], tuple[int, ...]]] = {
         "splat": (ours_splat, peer_splat, (splat_size, 200)),
         "neural": (ours_neural, peer_neural, (res, batch)),
@@ -296,17 +304,18 @@ def main() -> None:
         ours_fn, peer_fn, size = runs[w]
         for d in a.devices.split(","):
             try:
-                ro, lo, how_o = ours_fn(d, *size, a.warmup, a.iterations, not a.in_process)
-            except Exception as exc:  # noqa: BLE001 - print and go on to the next row
-                print(f"{w:8} {d:7} ours failed: {type(exc).__name__}: {str(exc)[:400]}")
-                continue
-            try:
                 rp, lp, how_p = peer_fn(d, *size, a.warmup, a.iterations)
-            except Exception as exc:  # noqa: BLE001
-                print(f"{w:8} {d:7} {ro:10.1f} slangpy failed: {type(exc).__name__}: {str(exc)[:400]}  (ours loss {lo:.5f})")
-                continue
-            print(f"{w:8} {d:7} {ro:10.1f} {rp:13.1f} {ro / rp:6.2f}x {lo:10.5f} {lp:13.5f} {lo / lp:10.3f}  "
-                  f"{how_o} / {how_p}", flush=True)
+            except Exception as exc:  # noqa: BLE001 - print and go on with ours
+                print(f"{w:8} {d:7} slangpy failed: {type(exc).__name__}: {str(exc)[:400]}", flush=True)
+                rp, lp, how_p = math.nan, math.nan, "failed"
+            for label, per_pixel in (("wave-sum", False), ("per-pixel", True)):
+                try:
+                    ro, lo, how_o = ours_fn(d, *size, a.warmup, a.iterations, not a.in_process, per_pixel)
+                except Exception as exc:  # noqa: BLE001 - print and go on to the next row
+                    print(f"{w:8} {d:7} {label:10} ours failed: {type(exc).__name__}: {str(exc)[:400]}", flush=True)
+                    continue
+                print(f"{w:8} {d:7} {label:10} {ro:10.1f} {rp:13.1f} {ro / rp:6.2f}x {lo:10.5f} {lp:13.5f} "
+                      f"{lo / lp:10.3f}  {how_o} / {how_p}", flush=True)
 
 
 if __name__ == "__main__":

@@ -11,9 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from .autodiff import SlangFunction
-from .backends import BackendConfig
+from .backends import Backend, BackendConfig
 from .compiled import CompiledKernel, CompileRequest
 from .compiler.diagnostics import Diagnostic, SlangCompileError, SlangCompilerCrash
+from .compiler.reflection import ParamInfo, TypeInfo
 from .errors import (BackendUnavailable, BoundsError, DeviceLost, KernelCrash, KernelInterrupted, KernelTimeout,
                      OutOfRangeWarning, ParameterError)
 from .finite import NonFiniteError
@@ -21,6 +22,7 @@ from .kernels import ComputeKernel
 from .session import CellResult, Session
 
 __all__ = [
+    "Backend",
     "BackendConfig",
     "BackendUnavailable",
     "BoundsError",
@@ -35,11 +37,13 @@ __all__ = [
     "KernelTimeout",
     "NonFiniteError",
     "OutOfRangeWarning",
+    "ParamInfo",
     "ParameterError",
     "Session",
     "SlangCompileError",
     "SlangCompilerCrash",
     "SlangFunction",
+    "TypeInfo",
     "load_ipython_extension",
 ]
 __version__ = "0.1.0"

@@ -175,17 +175,22 @@ def visible_imports(mentioned: frozenset[str], own: frozenset[str],
     must hide: for each name the latest declaration wins (functions with other signatures add
     overloads); plus the cells whose extensions it uses (see the module docstring; `members`: the
     member names it mentions, `.twice()`, which only extensions can provide)."""
-    claims: dict[str, list[frozenset[tuple[str, ...]] | None]] = {n: [own_signatures.get(n)] for n in own}
+    # name -> who declared it later (the new cell as None): their signatures are read only on a clash
+    claims: dict[str, list[Cell | None]] = {n: [None] for n in own}
     chosen: list[Cell] = []
     hidden: dict[str, tuple[str, ...]] = {}
     shadows: list[tuple[str, str]] = []
+
+    def sig(c: Cell | None, n: str) -> frozenset[tuple[str, ...]] | None:
+        return own_signatures.get(n) if c is None else c.signatures(n)
+
     for cell in reversed(earlier):
         if not cell.ok:
             continue
         covered = []
         for n in cell.names & claims.keys():
             mine = cell.signatures(n)
-            if all(_overloads(c, mine) for c in claims[n]):
+            if all(_overloads(sig(c, n), mine) for c in claims[n]):
                 continue
             covered.append(n)
             if n in own and not any(s[0] == n for s in shadows):
@@ -198,7 +203,7 @@ def visible_imports(mentioned: frozenset[str], own: frozenset[str],
             if hide:
                 hidden[cell.name] = hide
         for n in cell.names:
-            claims.setdefault(n, []).append(cell.signatures(n))
+            claims.setdefault(n, []).append(cell)
     chosen.reverse()
     return Visible(tuple(chosen), tuple(sorted(hidden.items())), tuple(sorted(shadows)))
 

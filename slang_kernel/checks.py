@@ -57,7 +57,8 @@ class CellChecks:
         self.store = store
         self.service = service
         self.builds = builds
-        self._scans: dict[str, tuple[frozenset[str], dict[str, frozenset[tuple[str, ...]] | None], frozenset[str]]] = {}
+        self._scans: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str],
+                                     dict[str, frozenset[tuple[str, ...]] | None] | None]] = {}
 
     # -- cells --------------------------------------------------------------------------------------
 
@@ -71,8 +72,7 @@ class CellChecks:
         SlangCompileError and changes nothing (views of the cell keep its last good revision;
         `failure(name)` holds the error until a good revision arrives).
         """
-        t0 = time.perf_counter()
-        self.service.compiler_ms = 0.0
+        t0, ms0 = time.perf_counter(), self.service.spent_ms
         if name is None:
             name = self.store.new_name()
         own = {str(k): str(v) for k, v in (defines or {}).items()}
@@ -80,13 +80,11 @@ class CellChecks:
         if bad:
             raise ValueError(f"not a preprocessor name: {bad[0]!r} (defines are NAME=VALUE)")
         old = self.store.by_name.get(name)
-        order = list(self.store.by_name)
-        pos = order.index(name) if old else len(order)
-        earlier = [self.store.by_name[n] for n in order[:pos]]
+        earlier = self.store.earlier(name)
         module = old.module if old else module_name_for(name, (c.module for c in self.store.by_name.values()))
         cell = self.check(name, module, source, earlier, own_defines=tuple(sorted(own.items())),
                            options=tuple(options), label="" if label in (None, name) else str(label))
-        cached = self.service.compiler_ms == 0.0
+        cached = self.service.spent_ms == ms0   # its check (and its variants') came from the compile cache
         if cell.error is not None:
             if any(d.code == "crash" for d in cell.diagnostics):
                 raise SlangCompilerCrash(cell.error + " The session is unchanged.")
@@ -97,7 +95,7 @@ class CellChecks:
         self.store.failed.pop(name, None)
         self.commit(cell)
         rechecked, broken = self.refresh_after(name)
-        later = list(self.store.by_name)[list(self.store.by_name).index(name) + 1:]
+        later = self.store.after(name)
         users = tuple(n for n in later if n not in broken and
                       any(c.name == name for c in self.store.closure([self.store.by_name[m] for m in self.store.by_name[n].imports])))
         kernels = tuple(cell.entry_points)
@@ -105,7 +103,7 @@ class CellChecks:
         types = tuple(d.name for d in cell.decls if d.kind in ("struct", "enum") or d.kind.startswith("generic"))
         shadows = cell.shadows  # (name, earlier cell name): front ends show the cell under its label
         return CellResult(name, list(cell.diagnostics), kernels, functions, types, users, broken,
-                          (time.perf_counter() - t0) * 1000, cell.digest, rechecked, self.service.compiler_ms, cached,
+                          (time.perf_counter() - t0) * 1000, cell.digest, rechecked, self.service.spent_ms - ms0, cached,
                           shadows)
 
     def remove_cell(self, name: str) -> None:
@@ -142,23 +140,27 @@ class CellChecks:
         if keys:
             self.service.backend.forget(keys)
 
-    def visible(self, source: str, earlier: Sequence[Cell]) -> tuple[Visible, frozenset[str]]:
+    def visible(self, source: str, earlier: Sequence[Cell]) -> tuple[Visible, frozenset[str], frozenset[str]]:
         """The candidate imports of a text placed after `earlier`, with what each must hide."""
         scan = self._scans.get(source)
         if scan is None:   # what the scanner reads of a text, kept: refreshes ask again for every later cell
-            scan = self._scans[source] = (scanner.mentions(source), own_signatures(source), identifiers(source))
+            scan = self._scans[source] = (scanner.mentions(source), scanner.declared_names(source),
+                                          identifiers(source), None)
             if len(self._scans) > 4096:
                 del self._scans[next(iter(self._scans))]
-        mentioned, sigs, idents = scan
-        return visible_imports(mentioned, frozenset(sigs), sigs, earlier, idents), mentioned
+        mentioned, own, idents, sigs = scan
+        if sigs is None and any(own & c.names for c in earlier):
+            # signatures matter only for a name an earlier cell declares too: overload or replacement
+            sigs = own_signatures(source)
+            self._scans[source] = (mentioned, own, idents, sigs)
+        return visible_imports(mentioned, own, sigs or {}, earlier, idents), mentioned, idents
 
     def check(self, name: str, module: str, source: str, earlier: Sequence[Cell], own: frozenset[str] = frozenset(),
                *, own_defines: tuple[tuple[str, str], ...] = (), options: tuple[str, ...] = (), label: str = "") -> Cell:
         """Check one cell against the earlier cells it may use: first against every candidate (the
         cells declaring a name it mentions, shadowed names hidden), then, when the compiler says it
         referenced fewer of them, against only those, which become its imports."""
-        idents = identifiers(source)
-        vis, mentioned = self.visible(source, earlier)
+        vis, mentioned, idents = self.visible(source, earlier)
         macros = self.service.macros(idents, own_defines)
         shown = label or name
         imports = self.service.imports_of(vis)
@@ -195,7 +197,7 @@ class CellChecks:
                macros: tuple[tuple[str, str], ...], options: tuple[str, ...]) -> str:
         """The key of a cell's first check (its candidates, as the earlier cells are now): while it is
         unchanged, so is everything the check decided."""
-        vis, _ = self.visible(source, earlier)
+        vis, _, _ = self.visible(source, earlier)
         return self.service.build("check", shown, module, source, self.service.imports_of(vis, check=False), macros, options).key
 
     def annotate(self, diags: list[Diagnostic], name: str, shown: str, earlier: Sequence[Cell]) -> list[Diagnostic]:
@@ -231,9 +233,10 @@ class CellChecks:
         start = order.index(name) + 1 if name is not None else 0
         recompiled: list[str] = []
         broken: list[str] = []
-        for later_name in order[start:]:
+        for at in range(start, len(order)):
+            later_name = order[at]
             cell = self.store.by_name[later_name]
-            earlier = [self.store.by_name[n] for n in order[: order.index(later_name)]]
+            earlier = [self.store.by_name[n] for n in order[:at]]
             macros = self.service.macros(cell.idents, cell.own_defines)
             if cell.ok and self.basis(cell.shown, cell.module, cell.source, earlier, macros, cell.options) == cell.basis:
                 continue

@@ -10,8 +10,9 @@ host). `SlangFunction.bwd(..., check_finite=True)` names the input whose gradien
 
 Where the data lives decides how it is scanned: numpy arrays on the host (they are there already),
 CuPy/CUDA arrays on the device (an isfinite reduction; only the verdict and the first index come
-back), float32 Vulkan device buffers by a scan kernel on their device (backends/_vulkan_finite.py),
-other device objects (textures, other dtypes) through their `.numpy()` (a read-back).
+back), a backend's own device objects by the backend on their device where it offers that (the
+"finite_scan" capability: Vulkan's float32 buffers, by a scan kernel), other device objects
+(textures, other dtypes) through their `.numpy()` (a read-back).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from .backends import Backend
+from .backends import Backend, finite_scan
 from .compiled import CompiledKernel
 from .compiler.reflection import ParamInfo
 
@@ -63,7 +64,7 @@ class FiniteCheck:
         """One dispatch on `backend`, then the scan of what it wrote (NonFiniteError)."""
         numbers = self.count(kernel.entry)
         backend.dispatch(kernel, groups, values)
-        self.after(kernel, values, numbers)
+        self.after(kernel, values, numbers, backend)
 
     def count(self, kernel: str) -> tuple[int, int]:
         """Count one dispatch of `kernel`: (its number in the session, its number among kernel's calls)."""
@@ -72,13 +73,15 @@ class FiniteCheck:
             self._calls[kernel] = call = self._calls.get(kernel, 0) + 1
             return self.dispatches, call
 
-    def after(self, kernel: CompiledKernel, values: Mapping[str, Any], numbers: tuple[int, int]) -> None:
-        """Scan what `kernel` writes (in parameter order); raise for the first non-finite value."""
+    def after(self, kernel: CompiledKernel, values: Mapping[str, Any], numbers: tuple[int, int],
+              backend: Backend | None = None) -> None:
+        """Scan what `kernel` writes (in parameter order), on `backend`'s device where it can scan;
+        raise for the first non-finite value."""
         for p in written_params(kernel):
             v = values.get(p.name)
             if v is None:
                 continue
-            hit = first_nonfinite(v)
+            hit = first_nonfinite(v, backend)
             if hit is not None:
                 index, value, size = hit
                 raise NonFiniteError(kernel.entry, p.name, index, value, numbers[0], numbers[1], size)
@@ -90,15 +93,17 @@ def written_params(kernel: CompiledKernel) -> list[ParamInfo]:
             if p.type.kind == "resource" and p.type.writable]
 
 
-def first_nonfinite(value: Any) -> tuple[tuple[int, ...], float, int] | None:
+def first_nonfinite(value: Any, backend: Backend | None = None) -> tuple[tuple[int, ...], float, int] | None:
     """(index, value, element count) of the first NaN/Inf in `value` (an array, CuPy array, or a
-    device object with .numpy()), or None when all of it is finite or it holds no floats."""
+    device object with .numpy()), or None when all of it is finite or it holds no floats. `backend`:
+    the backend whose objects these are; where it scans them on their device ("finite_scan"), it does."""
     dev = _device_array(value)
     if dev is not None:
         return _first_on_device(dev)
-    vk = _vulkan_scan(value)
-    if vk is not None:
-        return vk[0]
+    if backend is not None and "finite_scan" in backend.capabilities:
+        scan = finite_scan(backend)
+        if scan.scans(value):
+            return scan.first_nonfinite(value)
     if isinstance(value, np.ndarray):
         arr = value
     elif hasattr(value, "numpy") and callable(value.numpy):
@@ -132,27 +137,6 @@ def _device_array(value: Any) -> Any | None:
     import cupy
 
     return value if isinstance(value, cupy.ndarray) else cupy.asarray(value)
-
-
-def _vulkan_scan(value: Any) -> tuple[tuple[tuple[int, ...], float, int] | None] | None:
-    """A float32 Vulkan device buffer scanned on its device (backends/_vulkan_finite.py), as
-    (first_nonfinite's answer,); None for anything else."""
-    if isinstance(value, np.ndarray) or not hasattr(value, "backend"):
-        return None
-    from .backends._vulkan_isolated import VulkanBufferHandle
-    from .backends._vulkan_objects import VulkanBuffer
-
-    if not isinstance(value, (VulkanBuffer, VulkanBufferHandle)) or value.dtype.base != np.float32 \
-            or value.dtype.names is not None:
-        return None
-    from .backends._vulkan_finite import first_nonfinite_f32
-
-    hit = first_nonfinite_f32(value)
-    if hit is None:
-        return (None,)
-    flat, v = hit
-    shape = (*value.shape, *value.dtype.shape) or (flat + 1,)
-    return ((tuple(int(i) for i in np.unravel_index(flat, shape)), v, int(value.size)),)
 
 
 def _first_on_device(dev: Any) -> tuple[tuple[int, ...], float, int] | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from . import scanner
 from .backends import Backend
@@ -25,6 +25,9 @@ from .finite import FiniteCheck
 from .specialize import SpecializationError, conformance_options, explain, find_entry, find_externs, interface_params
 from .specialize import specialization as specialization_of
 from .specialize import variant as specialize_variant
+
+if TYPE_CHECKING:
+    from .autodiff import SlangFunction
 
 __all__ = ["KernelBuilds"]
 
@@ -55,7 +58,7 @@ class KernelBuilds:
         """Itself: engine parts reach `x.engine` whether given a Session or a view's service."""
         return self
 
-    def function(self, name: str) -> Any:
+    def function(self, name: str) -> "SlangFunction":
         """The SlangFunction `name` (engine parts given a view's service, e.g. the gradient flow)."""
         from .autodiff import SlangFunction
 
@@ -78,6 +81,14 @@ class KernelBuilds:
 
     def failure(self, name: str) -> SlangCompileError | None:
         return self.store.failure(name)
+
+    def digest(self, name: str) -> str | None:
+        return self.store.digest(name)
+
+    def compile_cell_entry(self, cell: str, entry: str, target: str | None = None) -> CompiledKernel:
+        """Entry point `entry` of cell `cell` as that cell declares it (a later cell may define a kernel
+        of the same name: compile_entry would follow that one), through the one compile path."""
+        return self.service.compile(self.service.request("compile", cell=cell, entries=[entry], target=target))[entry]
 
     def owner(self, name: str, *, kernel: bool | None = None) -> Cell:
         return self.store.owner(name, kernel=kernel)

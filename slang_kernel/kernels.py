@@ -81,6 +81,7 @@ class ComputeKernel:
         self.name = name
         self.specialization = specialization or None
         self._last: tuple[int, Backend, CompiledKernel] | None = None
+        self._group_cache: dict[tuple[Any, ...], tuple[int, int, int]] = {}
 
     def compiled(self, target: str | None = None) -> CompiledKernel:
         if target is not None:
@@ -146,28 +147,48 @@ class ComputeKernel:
         bound by name. The values replace any it was specialized with."""
         return ComputeKernel(self.session, self.name, self.session.specialization(self.name, values, type_conformances))
 
-    def run_build(self, build: CompiledKernel, *, threads: Any = None, groups: Any = None, **params: Any) -> None:
-        """Dispatch `build`, a revision of this kernel that `compiled()` returned earlier: what a live
-        view does to keep showing the last good revision while its cell's new one does not compile
-        (or does not take the view's parameters)."""
-        g = groups_for(build.entry_point, threads, groups)
+    def run_build(self, build: CompiledKernel, *, threads: Any = None, groups: Any = None,
+                  check_finite: bool | None = None, **params: Any) -> None:
+        """Dispatch `build`, a revision of this kernel (`compiled()` gives the current one): the one
+        dispatch path (a call runs the current revision through it; a live view keeps running the
+        last good one while its cell's new one does not compile or take the view's parameters)."""
+        g = self._groups(build, threads, groups)
         check_parameters(build, params)
         if 0 in g:
             return
-        self.session.backend.dispatch(build, g, params)
+        s = self.session
+        if check_finite or (check_finite is None and s.finite.enabled):
+            s.finite.dispatch(s.backend, build, g, params)
+            return
+        s.backend.dispatch(build, g, params)
+
+    def _groups(self, build: CompiledKernel, threads: Any, groups: Any) -> tuple[int, int, int]:
+        """groups_for, remembered per (revision, threads, groups): repeated calls skip the arithmetic."""
+        key = (build.key, threads, groups)
+        try:
+            return self._group_cache[key]
+        except KeyError:
+            pass
+        except TypeError:   # a list given as threads=: not hashable, not remembered
+            return groups_for(build.entry_point, threads, groups)
+        g = groups_for(build.entry_point, threads, groups)
+        if len(self._group_cache) >= 64:
+            self._group_cache.clear()
+        self._group_cache[key] = g
+        return g
 
     def new_texture(self, param: str, width: int, height: int) -> Any:
         """A zeroed texture for texture parameter `param`, height x width, of its texel type: on a
         backend that keeps textures on the device, a device texture there; elsewhere the (H, W, C)
         numpy array itself."""
         from .backends import textures
-        from .playground_resources import texel
+        from .backends.packing import texel_dtype
 
         p = next((q for q in self.params if q.name == param), None)
         if p is None or not p.type.is_texture:
             raise ParameterError(f"{self.name}(): `{param}` is not a texture parameter"
                                  + (f" ({p.type.name})" if p is not None else ""))
-        dtype, channels = texel(p.type)   # reflection names a texture's texel type only as text
+        dtype, channels = texel_dtype(p.type)   # reflection names a texture's texel type only as text
         arr = np.zeros((height, width, channels), dtype)
         backend = self.session.backend
         return textures(backend).texture(arr) if "textures" in backend.capabilities else arr
@@ -179,16 +200,10 @@ class ComputeKernel:
 
     def __call__(self, *, threads: Any = None, groups: Any = None, check_finite: bool | None = None,
                  **params: Any) -> None:
-        """One dispatch. check_finite: afterwards, raise NonFiniteError for the first written buffer or
-        texture holding a NaN/Inf (default: the session's check_finite; slang_kernel.finite)."""
-        ck = self.compiled()
-        g = groups_for(ck.entry_point, threads, groups)
-        check_parameters(ck, params)
-        if 0 in g:
-            return
-        if check_finite or (check_finite is None and self.session.finite.enabled):
-            return self.session.finite.dispatch(self.session.backend, ck, g, params)
-        self.session.backend.dispatch(ck, g, params)
+        """One dispatch of the current revision. check_finite: afterwards, raise NonFiniteError for the
+        first written buffer or texture holding a NaN/Inf (default: the session's check_finite;
+        slang_kernel.finite)."""
+        self.run_build(self.compiled(), threads=threads, groups=groups, check_finite=check_finite, **params)
 
     def debug(self, thread: Sequence[int] = (0, 0, 0), *, threads: Any = None, groups: Any = None,
               **params: Any) -> "ThreadDebug":

@@ -47,6 +47,7 @@ from .compiler.diagnostics import SlangCompileError
 from .compiler.reflection import ParamInfo
 from .errors import PlaygroundError
 from .kernels import groups_for
+from .protocols import ProgramService
 from .playground_robust import webgpu_kernel
 from .playground_values import Input, as_scalar, dispatch, input_default, to_rgba8, vector_scalar, zero_value
 from .playground_resources import Declaration, Resource, declared_formats, make_resource
@@ -98,7 +99,7 @@ class _Revision:
     zeros: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
-def _compile(session: "Session", name: str, webgpu_bounds: bool = True) -> _Revision:
+def _compile(session: ProgramService, name: str, webgpu_bounds: bool = True) -> _Revision:
     """The current revision of cell `name`, its CALL entry points compiled for the session's backend
     (through the session's one compile path: the same cache as `compile_entry`)."""
     c = session.cell(name)
@@ -109,7 +110,7 @@ def _compile(session: "Session", name: str, webgpu_bounds: bool = True) -> _Revi
     compiled: dict[str, CompiledKernel] = {}
     for e in c.entry_points:
         try:
-            ck = session.engine.compile(session.engine.request("compile", cell=name, entries=[e]))[e]
+            ck = session.compile_cell_entry(name, e)
         except SlangCompileError as exc:   # the cell compiled; its kernel cannot be built for this backend
             raise PlaygroundError(f"{name} cannot run on the {session.backend.name} backend: {exc}") from None
         ck = webgpu_kernel(ck) if webgpu_bounds else ck
@@ -153,9 +154,9 @@ class PlaygroundProgram:
 
     def __init__(self, session: "Session", cell: str | None = None, *, screen: tuple[int, int] = SCREEN_SIZE,
                  base_dir: str | Path | None = None, seed: int = 0, webgpu_bounds: bool = True) -> None:
-        self.session = session
+        self.session: ProgramService = session.engine   # its narrow service (protocols.py)
         self.webgpu_bounds = webgpu_bounds   # WebGPU's clamped indices (playground_robust); False to measure
-        self.cell = cell if cell is not None else session.cells[-1]
+        self.cell = cell if cell is not None else self.session.cells[-1]
         self.screen = screen
         self.base_dir = Path(base_dir) if base_dir is not None else Path.cwd()
         self.rng = np.random.default_rng(seed)
@@ -173,8 +174,8 @@ class PlaygroundProgram:
         self._once: set[str] = set()   # CALL::ONCE entry points due on the next frame
         self._lock = threading.RLock()
         self._bound: _Revision | None = None
-        self._seen = session.revision
-        self._adopt(_compile(session, self.cell, webgpu_bounds), keep=False)
+        self._seen = self.session.revision
+        self._adopt(_compile(self.session, self.cell, webgpu_bounds), keep=False)
 
     # -- what it runs now
 

@@ -18,7 +18,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .backends import Backend, device_buffers, shared_arrays, textures
-from .backends.packing import ParameterError, element_dtype, typed_element
+from .backends.packing import ParameterError, element_dtype, texel_dtype, typed_element
 from .compiler.reflection import TypeInfo
 from .errors import PlaygroundError
 
@@ -87,15 +87,7 @@ def texel(t: TypeInfo, fmt: str | None = None) -> tuple[np.dtype[Any], int]:
         got = texture_format(fmt)
         if got is not None:
             return got
-    try:
-        base, shape = typed_element(t)
-    except ParameterError:
-        return np.dtype(np.float32), 4
-    if base.kind == "f" and base != np.float16:
-        base = np.dtype(np.float32)
-    elif base not in (np.dtype(np.int32), np.dtype(np.uint32), np.dtype(np.float16)):
-        base = np.dtype(np.float32)
-    return base, (shape[0] if shape else 1)
+    return texel_dtype(t)
 
 
 # -- files ----------------------------------------------------------------------------------------

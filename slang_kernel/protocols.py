@@ -1,8 +1,9 @@
 """The narrow services the Session hands its views, typed once.
 
 Each view gets the one service it uses, never the Session: ComputeKernel a KernelService, the thread
-debugger a DebugService, SlangFunction a FunctionService, compare a CompareService. The Session's
-KernelBuilds (kernel_builds.py) implements the first three; the Session itself the last. Views
+debugger a DebugService, SlangFunction a FunctionService, a PlaygroundProgram a ProgramService,
+compare a CompareService. The Session's KernelBuilds (kernel_builds.py, `session.engine`) implements
+the first four; the Session itself the last. Views
 import this module, never session.py, so the arrows point one way (docs/architecture.md).
 """
 
@@ -17,7 +18,7 @@ from .compiler.diagnostics import SlangCompileError
 from .compiler.reflection import FunctionInfo, ParamInfo
 from .finite import FiniteCheck
 
-__all__ = ["CompareService", "DebugService", "Dispatchable", "FunctionService", "KernelService"]
+__all__ = ["CompareService", "DebugService", "Dispatchable", "FunctionService", "KernelService", "ProgramService"]
 
 
 class DebugService(Protocol):
@@ -63,6 +64,22 @@ class FunctionService(Protocol):
     def function_info(self, name: str) -> tuple[Cell, tuple[FunctionInfo, ...]]: ...
     def request(self, op: str, **kwargs: Any) -> CompileRequest: ...
     def compile(self, req: CompileRequest) -> dict[str, CompiledKernel]: ...
+
+
+class ProgramService(Protocol):
+    """What a PlaygroundProgram needs: its cell's revisions, and that cell's entry points built."""
+
+    @property
+    def backend(self) -> Backend: ...
+    @property
+    def revision(self) -> int: ...
+    @property
+    def cells(self) -> tuple[str, ...]: ...
+    def cell(self, name: str) -> Cell: ...
+    def digest(self, name: str) -> str | None: ...
+    def is_current(self, built_from: CompiledKernel) -> bool: ...
+    def failure(self, name: str) -> SlangCompileError | None: ...
+    def compile_cell_entry(self, cell: str, entry: str, target: str | None = None) -> CompiledKernel: ...
 
 
 class Dispatchable(Protocol):

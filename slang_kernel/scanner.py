@@ -9,6 +9,7 @@ candidates and positions. Offsets are into the original text (blanking keeps eve
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Iterable, Iterator
@@ -30,9 +31,11 @@ def uncommented(text: str) -> str:
                                   text)
 
 
+@functools.lru_cache(maxsize=256)
 def blank(text: str) -> str:
     """The text with comments and string/char literals replaced by spaces (newlines kept), so
-    brackets and identifiers inside them do not count and every offset stays the same."""
+    brackets and identifiers inside them do not count and every offset stays the same. (Cached:
+    a cell's text is read by several parts in one run.)"""
     return _COMMENT_OR_STRING.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
 
 
@@ -98,7 +101,18 @@ def _match(b: str, i: int) -> int:
 
 def declarations(text: str, start: int = 0, end: int | None = None, *, _b: str | None = None) -> Iterator[Decl]:
     """The declarations at the top level of text[start:end] (a body, when given its interior)."""
-    b = blank(text) if _b is None else _b
+    if start == 0 and end is None and _b is None:
+        return iter(_top_level(text))
+    return _declarations(text, start, end, blank(text) if _b is None else _b)
+
+
+@functools.lru_cache(maxsize=256)
+def _top_level(text: str) -> tuple[Decl, ...]:
+    """A whole text's top-level declarations (cached: a cell's text is scanned once per run)."""
+    return tuple(_declarations(text, 0, None, blank(text)))
+
+
+def _declarations(text: str, start: int, end: int | None, b: str) -> Iterator[Decl]:
     end = len(b) if end is None else end
     i = _skip_ws(b, start)
     while i < end:

@@ -175,8 +175,8 @@ class Session:
         return ComputeKernel(self.engine, name, self.engine.specialization(name, specialize, type_conformances))
 
     def function(self, name: str) -> SlangFunction:
-        self._store.function_info(name)
-        return SlangFunction(self.engine, name)
+        """The Slang function `name`, callable from Python (see SlangFunction)."""
+        return self.engine.function(name)
 
     def compile_entry(self, name: str, target: str | None = None) -> CompiledKernel:
         """Target code and reflection for a compute kernel of the current cells (cached)."""
@@ -277,7 +277,7 @@ class Session:
             if r.defines.get(k) != v:
                 r.set_define(k, v)
         for c in cells.values():
-            mine = r._store.by_name.get(c.name)
+            mine = r.cell(c.name) if c.name in r.cells else None
             if mine is not None and (mine.source, mine.own_defines, mine.options) == (c.source, c.own_defines, c.options):
                 continue
             try:

@@ -12,7 +12,11 @@ replays them ``times`` times per call:
 How a backend replays (its "replay" capability): CUDA launches its cached argument blocks, or a CUDA
 graph of one step captured through CuPy; Vulkan records every launch of the call into one command
 buffer with one submission (in the worker process: one round trip per call, not per launch).
-Backends without it (the CPU) dispatch the launches one after another, as calls would.
+Backends without it (the CPU) dispatch the launches one after another, as calls would; so does
+every backend in a checked session (`Session(checked=True)`: each dispatch reads its bounds report)
+and with the NaN/Inf finder on (`Session(check_finite=True)` or `Step(..., check_finite=True)`: each
+launch is followed by the scan of what it wrote, so a NaN is named with its launch). That choice is
+made here, once, when the step is bound; the backends' replays never see a checked session.
 
 Parameters must be device-resident (CuPy arrays, `backend.buffer(...)`, the CPU's shared arrays)
 and are used as they are at each replay: the kernels see what earlier launches wrote. Scalars are
@@ -25,6 +29,7 @@ from typing import Any, Mapping, Sequence
 
 from .backends import Backend, replay
 from .compiled import CompiledKernel
+from .finite import FiniteCheck
 from .kernels import ComputeKernel, check_parameters, groups_for
 
 __all__ = ["Launch", "Step"]
@@ -36,9 +41,11 @@ class Step:
     """Launches replayed as one unit; ``step(times)`` runs them ``times`` times in order."""
 
     def __init__(self, launches: Sequence[tuple[ComputeKernel, Mapping[str, Any]]],
-                 shared: Mapping[str, Any] | None = None) -> None:
+                 shared: Mapping[str, Any] | None = None, check_finite: bool | None = None) -> None:
         """launches: (kernel, parameters) pairs, parameters as for a call (``threads=``/``groups=``
-        included); shared: parameters given to every launch that has them (the globals of a cell)."""
+        included); shared: parameters given to every launch that has them (the globals of a cell).
+        check_finite: scan what each launch wrote for NaN/Inf (NonFiniteError names the launch;
+        default: the session's check_finite), which dispatches the launches one by one."""
         if not launches:
             raise ValueError("Step(): give at least one (kernel, parameters) pair")
         self._given = [(k, dict(p)) for k, p in launches]
@@ -46,6 +53,7 @@ class Step:
             if not isinstance(k, ComputeKernel):
                 raise TypeError(f"Step(): launch {i} is {type(k).__name__}, not a ComputeKernel (s.kernel(name))")
         self._shared = dict(shared or {})
+        self._check_finite = check_finite
         self._built: list[CompiledKernel] = []
         self._backend: Backend | None = None
         self._replay: Any = None
@@ -70,9 +78,15 @@ class Step:
     def bind(self) -> None:
         """Check and bind the launches now (the first call does it; a re-run cell makes it again)."""
         launches = self._launches()
-        backend = self._given[0][0].session.backend
-        prepared = replay(backend).prepare_step(launches) if "replay" in backend.capabilities else None
-        self._replay = prepared if prepared is not None else _Sequential(backend, launches)
+        service = self._given[0][0].session
+        backend, finite = service.backend, service.finite
+        scan = self._check_finite if self._check_finite is not None else finite.enabled
+        if scan:
+            self._replay = _Sequential(backend, launches, finite)
+        elif backend.config.checked or "replay" not in backend.capabilities:
+            self._replay = _Sequential(backend, launches)
+        else:
+            self._replay = replay(backend).prepare_step(launches)
         self._backend = backend
         self._built = [ck for ck, _, _ in launches]
 
@@ -95,15 +109,19 @@ class Step:
 
 
 class _Sequential:
-    """The fallback: each launch dispatched as a call would."""
+    """Each launch dispatched as a call would: through the backend's own dispatch (checked in a
+    checked session), or through the NaN/Inf finder's, which scans what each launch wrote."""
 
-    mode = "one dispatch per launch"
-
-    def __init__(self, backend: Backend, launches: list[Launch]) -> None:
-        self.backend, self.launches = backend, [(ck, g, v) for ck, g, v in launches if 0 not in g]
+    def __init__(self, backend: Backend, launches: list[Launch], finite: FiniteCheck | None = None) -> None:
+        self.backend, self.finite = backend, finite
+        self.launches = [(ck, g, v) for ck, g, v in launches if 0 not in g]
+        self.mode = "one dispatch per launch" + (", each scanned for NaN/Inf" if finite is not None else "")
 
     def run(self, times: int) -> None:
-        dispatch = self.backend.dispatch
+        finite, backend = self.finite, self.backend
         for _ in range(times):
             for ck, g, v in self.launches:
-                dispatch(ck, g, v)
+                if finite is not None:
+                    finite.dispatch(backend, ck, g, v)
+                else:
+                    backend.dispatch(ck, g, v)

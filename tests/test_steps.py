@@ -135,3 +135,35 @@ def test_checked_session_steps_check_every_launch(backend_name: str, cache_dir: 
         assert step.mode == "one dispatch per launch"
     finally:
         s.close()
+
+
+def test_check_finite_session_names_the_launch_of_a_planted_nan(backend_name: str, cache_dir: str) -> None:
+    """Session(check_finite=True): a step dispatches launch by launch through the NaN/Inf finder, so
+    the first non-finite value is named with its buffer, index, kernel and launch."""
+    try:
+        s = sk.Session(backend=backend_name, check_finite=True, cache_dir=cache_dir)
+    except sk.BackendUnavailable as exc:
+        pytest.skip(f"{backend_name} backend unavailable: {exc}")
+    try:
+        s.run_cell(CELL.replace("BODY_FACTOR", "1e10"), name="steps_cell")   # acc[37]: 1e10^k, +inf at k = 4
+        n = 100
+        acc0 = np.zeros(n, np.float32)
+        acc0[37] = 1.0
+        acc = _device(s, acc0)
+        x = _device(s, np.zeros(n, np.float32))
+        step = Step([(s.kernel("addScaled"), dict(threads=n, x=x, a=2.0, n=n)),
+                     (s.kernel("halve"), dict(threads=n, n=n))], shared=dict(acc=acc))
+        start = s.finite.dispatches
+        with pytest.raises(sk.NonFiniteError) as info:
+            step(10)
+        e = info.value
+        assert (e.kernel, e.buffer, e.index, e.size) == ("halve", "acc", (37,), n)
+        assert np.isinf(e.value) and e.value > 0
+        assert (e.dispatch - start, e.call) == (8, 4)     # the fourth round's second launch
+        assert step.mode == "one dispatch per launch, each scanned for NaN/Inf"
+        # per step: off, the same session replays (where the backend can) and finds nothing
+        quiet = Step([(s.kernel("halve"), dict(threads=n, n=n))], shared=dict(acc=acc), check_finite=False)
+        quiet(1)
+        assert "scanned" not in quiet.mode
+    finally:
+        s.close()

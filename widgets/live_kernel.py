@@ -21,7 +21,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .. import CompiledKernel, ComputeKernel, SlangCompileError
+from .. import Backend, CompiledKernel, ComputeKernel, ParamInfo, SlangCompileError, TypeInfo
 from ..playground import last_good_message, to_rgba8
 from .controls import Control
 from .image_view import LiveImage
@@ -42,7 +42,7 @@ class KernelFollower:
         self._stuck: str | None = None                    # why the current revision is not the one run
         self._failed: tuple[BaseException | None, str] = (None, "")
         self._next: CompiledKernel | None = None          # a newer revision, not dispatched yet
-        self._seen: tuple[int, Any] = (self.session.revision, self.session.backend)
+        self._seen: tuple[int, Backend] = (self.session.revision, self.session.backend)
 
     def current(self) -> CompiledKernel:
         """What the next frame dispatches."""
@@ -88,7 +88,7 @@ class LiveKernelImage(LiveImage):
     follower: KernelFollower | None = None
 
 
-def _bind_value(t: Any, v: Any) -> Any:
+def _bind_value(t: TypeInfo | None, v: Any) -> Any:
     """A control's value as the uniform's type wants it (ints for int uniforms, float arrays for vectors)."""
     if isinstance(v, (tuple, list)):
         return np.asarray(v, np.float32)
@@ -111,7 +111,7 @@ def _frame_of(img: Any, rgba8: bool) -> np.ndarray:
     return to_rgba8(out) if rgba8 and np.asarray(out).dtype.kind == "f" else np.array(out, copy=True)
 
 
-def _params(ck: CompiledKernel) -> dict[str, Any]:
+def _params(ck: CompiledKernel) -> dict[str, ParamInfo]:
     return {p.name: p for p in (*ck.entry_point.uniforms, *ck.reflection.globals)}
 
 
@@ -138,14 +138,14 @@ def live(kernel: ComputeKernel, image: str = "outputTexture", controls: Mapping[
     if image not in params:
         raise KeyError(f"{kernel.name} has no parameter {image!r}; its parameters: {', '.join(params)}")
     own: tuple[int, int] | None = None   # (w, h) of a texture made here, per backend
-    made_on: list[Any] = []
+    made_on: list[Backend] = []
     if image not in fixed:
         pt = params[image].type
         if not pt.is_texture:
             raise TypeError(f"{image} is {pt.name}: pass its array in values= (or name a texture parameter)")
         own = size or (512, 512)
 
-    def texture(backend: Any) -> Any:
+    def texture(backend: Backend) -> Any:
         assert own is not None
         made_on[:] = [backend]
         return kernel.new_texture(image, *own)
@@ -155,7 +155,7 @@ def live(kernel: ComputeKernel, image: str = "outputTexture", controls: Mapping[
     shape = fixed[image].shape
     if threads is None and groups is None:
         threads = (shape[1], shape[0], 1)
-    known: dict[str, dict[str, Any]] = {follower.good.key: params}
+    known: dict[str, dict[str, ParamInfo]] = {follower.good.key: params}
 
     def run(ck: CompiledKernel, vals: Mapping[str, Any]) -> None:
         p = known.get(ck.key) or known.setdefault(ck.key, _params(ck))

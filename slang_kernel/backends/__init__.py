@@ -20,14 +20,14 @@ from ..errors import BackendUnavailable
 __all__ = ["CAPABILITIES", "Backend", "BackendConfig", "BackendUnavailable", "DeviceBuffers", "SharedArrays",
            "Textures", "available_backends", "create_backend", "device_buffers", "register_backend", "shared_arrays",
            "textures", "timing", "DispatchTiming", "Timing", "KernelPaths", "kernel_paths", "Replay", "ReplayStep",
-           "replay"]
+           "replay", "FiniteScan", "finite_scan"]
 
 # What a backend offers beyond dispatch, by name; each is a protocol below that the backend then
 # satisfies (`device_buffers(backend)` and friends check and narrow). Without "textures", texture
 # parameters are (H, W, C) numpy arrays; without "device_buffers", buffers are the arrays themselves;
 # "type_conformances": a backend that builds from Slang source links `type_conformances=` itself.
 CAPABILITIES = frozenset({"kernel_paths", "device_buffers", "textures", "shared_arrays", "timing",
-                          "type_conformances", "replay"})
+                          "type_conformances", "replay", "finite_scan"})
 
 
 class DeviceBuffers(Protocol):
@@ -81,17 +81,34 @@ class ReplayStep(Protocol):
 
 class Replay(Protocol):
     """"replay": launches bound once and replayed without binding them again (CUDA graphs, one
-    command buffer per call on Vulkan). `launches`: (kernel, groups, values) in order. None: dispatch
-    them one by one here (a checked session checks every dispatch)."""
+    command buffer per call on Vulkan). `launches`: (kernel, groups, values) in order. Only asked for
+    unchecked launches: a checked session (config.checked) or the NaN/Inf finder dispatches them one
+    by one instead (slang_kernel.steps decides, once)."""
 
     def prepare_step(self, launches: list[tuple[CompiledKernel, tuple[int, int, int], Mapping[str, Any]]]
-                     ) -> ReplayStep | None: ...
+                     ) -> ReplayStep: ...
 
 
 def replay(backend: "Backend") -> Replay:
     """The backend as Replay; a clear error when it does not state "replay"."""
     _require(backend, "replay")
     return cast(Replay, backend)
+
+
+class FiniteScan(Protocol):
+    """"finite_scan": the NaN/Inf finder (slang_kernel.finite) scans this backend's own device objects
+    on their device, so only the verdict comes back, never the data. `scans(value)`: whether it scans
+    this value there (else the finder reads it back); `first_nonfinite(value)`: (index, value,
+    element count) of its first NaN/Inf, None when all of it is finite."""
+
+    def scans(self, value: Any) -> bool: ...
+    def first_nonfinite(self, value: Any) -> tuple[tuple[int, ...], float, int] | None: ...
+
+
+def finite_scan(backend: "Backend") -> FiniteScan:
+    """The backend as FiniteScan; a clear error when it does not state "finite_scan"."""
+    _require(backend, "finite_scan")
+    return cast(FiniteScan, backend)
 
 
 class KernelPaths(Protocol):
@@ -154,6 +171,7 @@ class Backend(Protocol):
     name: str                       # "cpu" | "vulkan" | "cuda"
     target: str                     # the Slang target it consumes: "cpp", "spirv", "cuda"
     capabilities: frozenset[str]    # a subset of CAPABILITIES
+    config: BackendConfig           # what it was made with (checked, timeout, ...)
 
     def describe(self) -> str:
         """The device, e.g. "g++ 12.2, 2 threads" or "llvmpipe (software Vulkan)"."""

@@ -31,18 +31,17 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from ..compiled import CompiledKernel
-from ..compiler.reflection import ParamInfo, TypeInfo
+from ..compiler.reflection import TypeInfo
 from ..errors import BoundsError, VulkanCompileError
 from ..scanner import apply_edits, blank, closing, entry_definition, index_sites, split_commas
+from .packing import uint_buffer
 
 __all__ = ["REPORT", "Checked", "checked_paths", "checked_variant", "dispatch_checked", "instrument", "is_variant",
            "raise_report", "with_variants"]
 
 REPORT = "sk_bounds_"          # the global report buffer the variant binds
 _FAR = "0x7FFFFFFFu"          # the index an out-of-range access is sent to (dropped / reads 0)
-_UINT = TypeInfo(kind="scalar", name="uint", size=4, alignment=4, stride=4, scalar="uint32")
-REPORT_PARAM = ParamInfo(REPORT, TypeInfo(kind="resource", name="RWStructuredBuffer<uint>", alignment=1,
-                                          element=_UINT, shape="structured_buffer", access="read_write"))
+REPORT_PARAM = uint_buffer(REPORT, True)
 
 _BUFFERS = ("StructuredBuffer", "RWStructuredBuffer", "Buffer", "RWBuffer")
 _TEXTURES = {"Texture1D": 1, "RWTexture1D": 1, "Texture2D": 2, "RWTexture2D": 2, "Texture3D": 3, "RWTexture3D": 3}

@@ -11,14 +11,25 @@ one graph launch per step. The globals (`__constant__ SLANG_globalParams`) are u
 from __future__ import annotations
 
 import ctypes
-from typing import Any, Mapping
+from typing import Any, Mapping, Protocol
 
 import numpy as np
 
 from ..compiled import CompiledKernel
 from .packing import Packer, ParameterError
 
-__all__ = ["CudaStep"]
+__all__ = ["CudaHost", "CudaStep"]
+
+
+class CudaHost(Protocol):
+    """What a step uses of the CUDA backend (cuda.py), and nothing else."""
+
+    cupy: Any
+
+    def plan(self, kernel: CompiledKernel) -> Any: ...
+    def device_binder(self) -> Any: ...
+    def launch(self, fn: int, groups: tuple[int, int, int], block: tuple[int, int, int], stream: int,
+               params: int) -> None: ...
 
 
 class _Item:
@@ -30,10 +41,10 @@ class _Item:
 
 
 class CudaStep:
-    def __init__(self, backend: Any, launches: list[tuple[CompiledKernel, tuple[int, int, int], Mapping[str, Any]]],
+    def __init__(self, backend: CudaHost, launches: list[tuple[CompiledKernel, tuple[int, int, int], Mapping[str, Any]]],
                  graph: bool = True) -> None:
         self.cupy = backend.cupy
-        self._launch = backend._launch
+        self._launch = backend.launch
         self.items: list[_Item] = []
         self._keep: list[Any] = []
         globs: dict[int, bytes] = {}
@@ -41,30 +52,28 @@ class CudaStep:
         for kernel, groups, values in launches:
             if 0 in groups:
                 continue
-            plan = backend._plan(kernel)
-            what = ("textures" if plan.textured else "printf" if plan.printf
-                    else "a checked session's bounds report" if plan.report is not None else None)
+            plan = backend.plan(kernel)
+            what = "textures" if plan.textured else "printf" if plan.printf else None
             if what is not None:
                 raise ParameterError(f"Step: {kernel.entry} uses {what}, which a replayed step does not support "
                                      "on CUDA; call the kernel instead")
-            writebacks: list[Any] = []
-            packer: Packer | None = None
-            bind = _device_only(backend._bind(writebacks, None), kernel.entry)
+            bind = _device_only(backend.device_binder(), kernel.entry)
+            made: list[Packer] = []     # one general packer per launch, made when first needed
+
+            def packer_of(bind: Any = bind, made: list[Packer] = made) -> Packer:
+                if not made:
+                    made.append(Packer(bind))
+                return made[0]
+
             slots = [ctypes.create_string_buffer(len(s)) for s in plan.slots]
-            for (p, write), slot in zip(plan.params, slots):
-                v = values[p.name]
-                if write is None or not write(v, slot):
-                    packer = packer or Packer(bind)
-                    data = packer.encode(p.type, v, p.name)
-                    ctypes.memmove(slot, data, len(data))
+            plan.pack(values, packer_of, slots)
             glob = None
             if plan.globals:
-                packer = packer or Packer(bind)
-                glob = bytes(packer.pack_struct(plan.globals, kernel.reflection.globals_size, values, ""))
+                glob = plan.pack_globals(packer_of(), values)
                 seen = globs.setdefault(id(plan.module), glob)
                 conflict = conflict or seen != glob
             params = (ctypes.c_void_p * max(1, len(slots)))(*[ctypes.addressof(b) for b in slots])
-            self._keep += [slots, params, packer.keepalive if packer is not None else None]
+            self._keep += [slots, params, made]
             self.items.append(_Item(plan, groups, ctypes.addressof(params), glob))
         self.reupload = conflict      # one kernel launched with two sets of globals: upload before each launch
         self.graph: Any = None
@@ -73,16 +82,14 @@ class CudaStep:
 
     def _upload(self, item: _Item) -> None:
         if item.glob is not None:
-            host = np.frombuffer(item.glob, np.uint8)
-            item.plan.module.get_global("SLANG_globalParams").copy_from_host(host.ctypes.data, host.nbytes)
-            item.plan.last_globals = None   # a call of this kernel uploads its own globals again
+            item.plan.upload_globals(item.glob)   # a call of this kernel uploads its own globals again
 
     def _launch_all(self, stream_ptr: int) -> None:
         launch = self._launch
         for it in self.items:
             if self.reupload and it.glob is not None:
                 self._upload(it)
-            launch(it.fn, *it.groups, *it.block, 0, stream_ptr, it.params_ptr, 0)
+            launch(it.fn, it.groups, it.block, stream_ptr, it.params_ptr)
 
     def _capture(self) -> None:
         """One step as a CUDA graph (kernel nodes copy their arguments when captured)."""

@@ -37,8 +37,9 @@ from ..errors import BackendUnavailable, VulkanCompileError
 from .packing import ParameterError, describe
 from ._bounds_slang import Checked, dispatch_checked, is_variant, with_variants
 from ._vulkan_binding import _Binder
-from ._vulkan_prepared import (F_BUF, F_FLOAT, F_INT, F_TEX, MISSING, SET0_ANCHOR, Prepared, cursor as cursor_of,
-                               fast_kind, needs_set0_anchor, write_changed)
+from ._vulkan_finite import first_nonfinite_f32, scans
+from ._vulkan_prepared import (SET0_ANCHOR, Prepared, bind_values, cursor as cursor_of, fast_kind, needs_set0_anchor,
+                               write_changed)
 from ._vulkan_objects import VulkanBuffer, VulkanTexture, _writable_bytes
 from ._wait import wait_polled
 from .printing import rewrite_printf, uses_printf
@@ -87,7 +88,7 @@ class VulkanBackend:
     name = "vulkan"
     target = "spirv"
 
-    capabilities = frozenset({"device_buffers", "textures", "timing", "type_conformances", "replay"})
+    capabilities = frozenset({"device_buffers", "textures", "timing", "type_conformances", "replay", "finite_scan"})
 
     def __init__(self, config: BackendConfig | None = None) -> None:
         try:
@@ -235,7 +236,7 @@ class VulkanBackend:
 
     # -- dispatch ---------------------------------------------------------------------------------
 
-    def _prepare(self, kernel: CompiledKernel) -> "Prepared":
+    def prepare(self, kernel: CompiledKernel) -> "Prepared":
         """Per kernel revision: the sgl kernel, one persistent root shader object and a cursor per
         parameter (looked up once, not by name at every call)."""
         with self._lock:
@@ -257,13 +258,17 @@ class VulkanBackend:
             return pk
 
     def prepare_step(self, launches: list[tuple[CompiledKernel, tuple[int, int, int], Mapping[str, Any]]]) -> Any:
-        """The "replay" capability (slang_kernel.steps.Step): see _vulkan_step. None in a checked
-        session, whose dispatches run checked variants."""
+        """The "replay" capability (slang_kernel.steps.Step, which never asks a checked session): see _vulkan_step."""
         from ._vulkan_step import VulkanStep
 
-        if self.config.checked:
-            return None
         return VulkanStep(self, launches)
+
+    def scans(self, value: Any) -> bool:
+        """The "finite_scan" capability: float32 device buffers of this backend (see _vulkan_finite)."""
+        return scans(self, value, VulkanBuffer)
+
+    def first_nonfinite(self, value: Any) -> tuple[tuple[int, ...], float, int] | None:
+        return first_nonfinite_f32(self, value)
 
     def dispatch(self, kernel: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any]) -> None:
         if self.config.checked and not is_variant(kernel):
@@ -321,32 +326,21 @@ class VulkanBackend:
         # skip the _Binder; anything else (numpy arrays, structs, vectors) goes through it.
         pk = self._prepared.get(kernel.key)
         if pk is None:
-            pk = self._prepare(kernel)
+            pk = self.prepare(kernel)
         pool = None
         if marks is not None:
             marks["start"] = time.perf_counter()
             pool = self._timestamps()
         binder: _Binder | None = None
-        objs: list[Any] = []
+
+        def slow(t: TypeInfo, v: Any, name: str) -> Any:
+            nonlocal binder
+            if binder is None:
+                binder = _Binder(self)
+            return binder.value(t, v, name)
+
         try:
-            for name, t, fast, _ in pk.params:
-                v = values.get(name, MISSING)
-                if v is MISSING:       # a global the kernel never touches, left out
-                    objs.append(v)
-                    continue
-                tv = type(v)
-                if fast == F_BUF and tv is VulkanBuffer and v.backend is self:
-                    objs.append(v.sgl)
-                elif fast == F_INT and tv is int:
-                    objs.append(v)
-                elif fast == F_FLOAT and (tv is float or tv is int):
-                    objs.append(float(v))
-                elif fast == F_TEX and tv is VulkanTexture and v.backend is self:
-                    objs.append(v.sgl)
-                else:
-                    if binder is None:
-                        binder = _Binder(self)
-                    objs.append(binder.value(t, v, name))
+            objs = bind_values(pk, values, self, slow)
         except Exception:
             if binder is not None:
                 binder.release()
@@ -394,6 +388,26 @@ class VulkanBackend:
         finally:
             if binder is not None:
                 binder.release()
+
+    def replay(self, launches: list[tuple[Prepared, tuple[int, int, int], list[Any], str]], times: int,
+               wait: bool = False) -> None:
+        """A replayed step's call (_vulkan_step): `times` rounds of its launches (prepared kernel, groups,
+        objects from bind_values, entry) recorded into one command encoder, a compute pass each (slang-rhi
+        puts its barriers between them), one submission; waited for with `wait` or Session(timeout=)."""
+        with self._lock:
+            encoder = self.device.create_command_encoder()
+            for _ in range(times):
+                for pk, groups, objs, entry in launches:
+                    write_changed(pk, objs, self._by_ref, entry)   # sgl snapshots the bindings per dispatch
+                    with encoder.begin_compute_pass() as cpass:
+                        cpass.bind_pipeline(pk.sk.pipeline, pk.root)
+                        cpass.dispatch_compute(groups)
+            submit = self.device.submit_command_buffer(encoder.finish())
+        timeout = self.config.timeout
+        if wait and timeout is None:
+            self.device.wait_for_submit(submit)
+        elif wait or timeout is not None:
+            self._wait(submit, launches[0][3], timeout)
 
     def _wait(self, submit: int, entry: str, timeout: float | None) -> None:
         """Poll the submission (see _wait.wait_polled): sgl's own waits block in native code."""

@@ -36,6 +36,7 @@ from ..errors import (BackendUnavailable, DeviceLost, KernelCrash, KernelInterru
 from . import BackendConfig, DispatchTiming, _shm
 from .packing import describe
 from ._bounds_slang import Checked, dispatch_checked, is_variant, with_variants
+from ._vulkan_finite import first_nonfinite_f32, scans
 from ._vulkan_handles import VulkanBufferHandle, VulkanTextureHandle, _Handle
 from ._vulkan_process import _Process
 from ._vulkan_wire import ArrayArg, ArraySlot, DeviceRef, Reply
@@ -56,7 +57,8 @@ class IsolatedVulkanBackend:
 
     name = "vulkan"
     target = "spirv"
-    capabilities = frozenset({"device_buffers", "textures", "shared_arrays", "timing", "type_conformances", "replay"})
+    capabilities = frozenset({"device_buffers", "textures", "shared_arrays", "timing", "type_conformances", "replay",
+                              "finite_scan"})
 
     def __init__(self, config: BackendConfig | None = None) -> None:
         self.config = config = config or BackendConfig()
@@ -309,13 +311,17 @@ class IsolatedVulkanBackend:
                               float(read) + (m["read"] - m["ran"]) * 1000, bool(dev), f"{how}, in the Vulkan worker")
 
     def prepare_step(self, launches: list[tuple[CompiledKernel, tuple[int, int, int], Mapping[str, Any]]]) -> Any:
-        """The "replay" capability (slang_kernel.steps.Step): see _vulkan_step. None in a checked
-        session, whose dispatches run checked variants."""
+        """The "replay" capability (slang_kernel.steps.Step, which never asks a checked session): see _vulkan_step."""
         from ._vulkan_step import IsolatedStep
 
-        if self.config.checked:
-            return None
         return IsolatedStep(self, launches, next(self._ids))
+
+    def scans(self, value: Any) -> bool:
+        """The "finite_scan" capability: float32 buffers of this worker (see _vulkan_finite)."""
+        return scans(self, value, VulkanBufferHandle)
+
+    def first_nonfinite(self, value: Any) -> tuple[tuple[int, ...], float, int] | None:
+        return first_nonfinite_f32(self, value)
 
     def dispatch(self, kernel: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any],
                  marks: dict[str, Any] | None = None) -> None:
@@ -347,9 +353,7 @@ class IsolatedVulkanBackend:
                                      f"writable C-contiguous array; got {describe(v)} "
                                      "(np.ascontiguousarray makes one)")
         with self._lock:
-            if kernel.key not in self._proc.loaded:
-                self._call({"op": "load", "kernel": kernel}, f"{kernel.entry} (building it for Vulkan)", kernel.entry)
-                self._proc.loaded.add(kernel.key)
+            self._ensure_loaded(kernel)
             if marks is not None:
                 marks["start"] = time.perf_counter()
             slots = self._stage(arrays)
@@ -377,6 +381,25 @@ class IsolatedVulkanBackend:
         if text:
             sys.stdout.write(text)
             sys.stdout.flush()
+
+    def _ensure_loaded(self, kernel: CompiledKernel) -> None:
+        """Build the kernel in the worker unless it is there (the caller holds the lock)."""
+        if kernel.key not in self._proc.loaded:
+            self._call({"op": "load", "kernel": kernel}, f"{kernel.entry} (building it for Vulkan)", kernel.entry)
+            self._proc.loaded.add(kernel.key)
+
+    def run_step(self, step_id: int, launches: list[tuple[CompiledKernel, tuple[int, int, int], Mapping[str, Any]]],
+                 times: int) -> None:
+        """A replayed step's call (_vulkan_step.IsolatedStep): its launches, with device handles as
+        references, to the worker's step `step_id` (made there at its first call): one round trip."""
+        sent = [(k.key, g, {n: v if isinstance(v, (int, float, str)) else self._refs(v, n) for n, v in values.items()})
+                for k, g, values in launches]
+        entry = launches[0][0].entry
+        with self._lock:
+            for kernel, _, _ in launches:
+                self._ensure_loaded(kernel)
+            self._call({"op": "step", "id": step_id, "launches": sent, "times": times}, f"a step of {entry}", entry,
+                       self.timeout)
 
     def _refs(self, v: Any, name: str, arrays: list[np.ndarray] | None = None, index: dict[int, int] | None = None,
               nested: list[int] | None = None) -> Any:

@@ -2,19 +2,21 @@
 
 Split from _vulkan_device: the per-revision root shader object with one cursor per parameter, which
 values bind without the _Binder (`fast_kind`), and `write_changed`, which writes only the parameters
-whose value changed since the last dispatch (used by a call and by a replayed step alike).
+whose value changed since the last dispatch, and `bind_values`, which turns a call's values into
+what is written (both used by a call and by a replayed step alike).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Mapping
 
 from ..compiled import CompiledKernel
 from ..compiler.reflection import ParamInfo, TypeInfo
 from .packing import ParameterError
+from ._vulkan_objects import VulkanBuffer, VulkanTexture
 
 __all__ = ["MISSING", "BY_VALUE", "F_BUF", "F_FLOAT", "F_INT", "F_NONE", "F_TEX", "Prepared", "SET0_ANCHOR",
-           "cursor", "fast_kind", "needs_set0_anchor", "write_changed"]
+           "bind_values", "cursor", "fast_kind", "needs_set0_anchor", "write_changed"]
 
 # sgl 0.43 / slang-rhi: when the global scope holds only ParameterBlocks that contain resources, and
 # the entry point has uniforms, the kernel reads a wrong descriptor (SIGSEGV on lavapipe). One more
@@ -102,3 +104,28 @@ def write_changed(pk: Prepared, objs: list[Any], by_ref: frozenset[type], entry:
         except Exception as exc:
             raise ParameterError(f"{entry}(): could not bind parameter `{param[0]}` on Vulkan: {exc}") from None
         last[i] = o
+
+
+def bind_values(pk: Prepared, values: Mapping[str, Any], owner: Any, slow: Callable[[TypeInfo, Any, str], Any]
+                ) -> list[Any]:
+    """The objects to write for `values`, in `pk.params` order: `owner`'s own device buffers and
+    textures and plain scalars as they are (the hot path), MISSING for a global left out, anything
+    else (numpy arrays, structs, vectors) through `slow(type, value, name)` (a _Binder's value)."""
+    objs: list[Any] = []
+    for name, t, fast, _ in pk.params:
+        v = values.get(name, MISSING)
+        if v is MISSING:       # a global the kernel never touches, left out
+            objs.append(v)
+            continue
+        tv = type(v)
+        if fast == F_BUF and tv is VulkanBuffer and v.backend is owner:
+            objs.append(v.sgl)
+        elif fast == F_INT and tv is int:
+            objs.append(v)
+        elif fast == F_FLOAT and (tv is float or tv is int):
+            objs.append(float(v))
+        elif fast == F_TEX and tv is VulkanTexture and v.backend is owner:
+            objs.append(v.sgl)
+        else:
+            objs.append(slow(t, v, name))
+    return objs

@@ -9,76 +9,67 @@ In the worker process (`_vulkan_isolated`) one round trip then carries a whole `
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Protocol
 
 import numpy as np
 
 from ..compiled import CompiledKernel
+from ..compiler.reflection import TypeInfo
 from .packing import ParameterError
-from ._vulkan_binding import _Binder
-from ._vulkan_objects import VulkanBuffer, VulkanTexture
-from ._vulkan_prepared import F_BUF, F_FLOAT, F_INT, F_TEX, MISSING, Prepared, write_changed
+from ._vulkan_binding import BindingHost, _Binder
+from ._vulkan_prepared import Prepared, bind_values
 
-__all__ = ["IsolatedStep", "VulkanStep"]
+__all__ = ["IsolatedHost", "IsolatedStep", "VulkanHost", "VulkanStep"]
+
+
+class VulkanHost(BindingHost, Protocol):
+    """What a step in this process uses of the Vulkan backend (_vulkan_device.VulkanBackend)."""
+
+    def prepare(self, kernel: CompiledKernel) -> Prepared: ...
+    def replay(self, launches: list[tuple[Prepared, tuple[int, int, int], list[Any], str]], times: int,
+               wait: bool = False) -> None: ...
+
+
+class IsolatedHost(Protocol):
+    """What a step of the worker process uses of its backend (_vulkan_isolated.IsolatedVulkanBackend)."""
+
+    def run_step(self, step_id: int, launches: list[tuple[CompiledKernel, tuple[int, int, int], Mapping[str, Any]]],
+                 times: int) -> None: ...
 
 
 class VulkanStep:
     mode = "one command buffer per call"
 
-    def __init__(self, backend: Any, launches: list[tuple[CompiledKernel, tuple[int, int, int], Mapping[str, Any]]]
+    def __init__(self, backend: VulkanHost, launches: list[tuple[CompiledKernel, tuple[int, int, int], Mapping[str, Any]]]
                  ) -> None:
         self.backend = backend
-        self.device = backend.device
         self.items: list[tuple[Prepared, tuple[int, int, int], list[Any], str]] = []
         self._binder = _Binder(backend)   # holds what it made (no uploads: refused below) while the step lives
         for kernel, groups, values in launches:
             if 0 in groups:
                 continue
-            pk = backend._prepare(kernel)
+            pk = backend.prepare(kernel)
             if pk.printf:
                 raise ParameterError(f"Step: {kernel.entry} uses printf, which a replayed step does not show; "
                                      "call the kernel instead")
-            objs: list[Any] = []
-            for name, t, fast, _ in pk.params:
-                v = values.get(name, MISSING)
-                tv = type(v)
-                if v is MISSING:
-                    objs.append(v)
-                elif fast == F_BUF and tv is VulkanBuffer and v.backend is backend:
-                    objs.append(v.sgl)
-                elif fast == F_TEX and tv is VulkanTexture and v.backend is backend:
-                    objs.append(v.sgl)
-                elif fast == F_INT and tv is int:
-                    objs.append(v)
-                elif fast == F_FLOAT and (tv is float or tv is int):
-                    objs.append(float(v))
-                else:
-                    objs.append(self._binder.value(t, v, name))
-                    if self._binder.uploads or self._binder.clears or self._binder.writeback:
-                        raise ParameterError(
-                            f"Step: {kernel.entry}'s parameter `{name}` is host data, which a replayed step would "
-                            "have to upload and read back at every launch: pass backend.buffer(...) / "
-                            "backend.texture(...), used in place")
-            self.items.append((pk, groups, objs, kernel.entry))
+            self.items.append((pk, groups, bind_values(pk, values, backend, self._no_host(kernel.entry)), kernel.entry))
+
+    def _no_host(self, entry: str) -> Any:
+        """The _Binder for what it makes without uploads (vectors, structs, samplers); host data refused."""
+        binder = self._binder
+
+        def slow(t: TypeInfo, v: Any, name: str) -> Any:
+            obj = binder.value(t, v, name)
+            if binder.uploads or binder.clears or binder.writeback:
+                raise ParameterError(
+                    f"Step: {entry}'s parameter `{name}` is host data, which a replayed step would have to upload "
+                    "and read back at every launch: pass backend.buffer(...) / backend.texture(...), used in place")
+            return obj
+        return slow
 
     def run(self, times: int, wait: bool = False) -> None:
-        if times == 0 or not self.items:
-            return
-        b = self.backend
-        with b._lock:
-            encoder = self.device.create_command_encoder()
-            for _ in range(times):
-                for pk, groups, objs, entry in self.items:
-                    write_changed(pk, objs, b._by_ref, entry)   # sgl snapshots the bindings per dispatch
-                    with encoder.begin_compute_pass() as cpass:
-                        cpass.bind_pipeline(pk.sk.pipeline, pk.root)
-                        cpass.dispatch_compute(groups)
-            submit = self.device.submit_command_buffer(encoder.finish())
-        timeout = b.config.timeout
-        if wait and timeout is None:
-            self.device.wait_for_submit(submit)
-        elif wait or timeout is not None:
-            b._wait(submit, self.items[0][3], timeout)
+        if times and self.items:
+            self.backend.replay(self.items, times, wait)
 
     def close(self) -> None:
         self._binder.release()
@@ -89,7 +80,7 @@ class IsolatedStep:
 
     mode = "one command buffer and one round trip per call (worker process)"
 
-    def __init__(self, backend: Any, launches: list[tuple[CompiledKernel, tuple[int, int, int], Mapping[str, Any]]],
+    def __init__(self, backend: IsolatedHost, launches: list[tuple[CompiledKernel, tuple[int, int, int], Mapping[str, Any]]],
                  step_id: int) -> None:
         self.backend, self.id = backend, step_id
         self.launches = [(k, g, v) for k, g, v in launches if 0 not in g]
@@ -101,16 +92,5 @@ class IsolatedStep:
                         "have to copy at every launch: pass backend.buffer(...) / backend.texture(...)")
 
     def run(self, times: int) -> None:
-        if times == 0 or not self.launches:
-            return
-        b = self.backend
-        sent = [(k.key, g, {n: v if isinstance(v, (int, float, str)) else b._refs(v, n) for n, v in values.items()})
-                for k, g, values in self.launches]
-        entry = self.launches[0][0].entry
-        with b._lock:
-            for kernel, _, _ in self.launches:
-                if kernel.key not in b._proc.loaded:
-                    b._call({"op": "load", "kernel": kernel}, f"{kernel.entry} (building it for Vulkan)", kernel.entry)
-                    b._proc.loaded.add(kernel.key)
-            b._call({"op": "step", "id": self.id, "launches": sent, "times": times}, f"a step of {entry}", entry,
-                    b.timeout)
+        if times and self.launches:
+            self.backend.run_step(self.id, self.launches, times)

@@ -102,7 +102,7 @@ class Worker:
 
     def load(self, msg: dict[str, Any]) -> Reply:
         kernel: CompiledKernel = msg["kernel"]
-        self._backend()._prepare(kernel)
+        self._backend().prepare(kernel)
         self.kernels[kernel.key] = kernel
         return {"ok": True}
 

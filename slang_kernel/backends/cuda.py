@@ -17,7 +17,7 @@ import struct
 import threading
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -205,13 +205,25 @@ class CudaBackend:
             plan = self._plans[key] = _Plan(kernel, self.cupy, mod, fn, self.checked)
         return plan
 
+    # -- what a replayed step uses (_cuda_step.CudaHost) ----------------------------------------------
+
+    def plan(self, kernel: CompiledKernel) -> "_Plan":
+        """The kernel's launch plan (argument slots, encoders, globals) on this backend."""
+        return self._plans.get((kernel.key, self.checked)) or self._plan(kernel)
+
+    def device_binder(self) -> Any:
+        """The general packer's binder for device-resident values only (no host copies, no textures)."""
+        return self._bind([], None)
+
+    def launch(self, fn: int, groups: tuple[int, int, int], block: tuple[int, int, int], stream: int,
+               params: int) -> None:
+        """One cuLaunchKernel of a plan's function with its argument block."""
+        self._launch(fn, *groups, *block, 0, stream, params, 0)
+
     def prepare_step(self, launches: list[tuple[CompiledKernel, tuple[int, int, int], Mapping[str, Any]]]) -> Any:
-        """The "replay" capability (slang_kernel.steps.Step): see _cuda_step. None in a checked
-        session, whose dispatches each read their bounds report."""
+        """The "replay" capability (slang_kernel.steps.Step, which never asks a checked session): see _cuda_step."""
         from ._cuda_step import CudaStep
 
-        if self.checked:
-            return None
         return CudaStep(self, launches)
 
     def dispatch(self, kernel: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any],
@@ -238,34 +250,18 @@ class CudaBackend:
             marks["start"] = time.perf_counter()
         if plan.report is not None:
             self._last_pointers.clear()
-        packer: Packer | None = None  # the general path, only for arguments the fast writers decline
         writebacks: list[tuple[np.ndarray, Any]] = []
         binder = TextureBinder(self.cupy, self, dispatch_sampler(plan.samplers, values, kernel.entry), _on_device) \
             if plan.textured else None
         stream = self.cupy.cuda.get_current_stream()
         with plan.lock:  # the argument slots are reused from launch to launch
-            last = plan.last
-            for i, (name, write, slot) in enumerate(plan.args):
-                v = values[name]
-                if v is last[i]:    # the very object the slot was written from (held there): unchanged
-                    continue
-                if write is not None and write(v, slot):
-                    last[i] = v
-                    continue
-                last[i] = _UNSET
-                p = plan.params[i][0]
-                packer = packer or Packer(self._bind(writebacks, binder))
-                data = packer.encode(p.type, v, p.name)
-                if len(data) > len(slot):
-                    raise ParameterError(f"{kernel.entry}: `{p.name}` encoded to {len(data)} bytes, "
-                                         f"more than its {len(slot)}-byte argument slot")
-                ctypes.memmove(slot, data, len(data))
+            packer = plan.pack(values, lambda: Packer(self._bind(writebacks, binder)))
             if plan.globals:
                 held = tuple(values.get(g.name) for g in plan.globals)
                 if plan.last_globals is None or any(a is not b for a, b in zip(held, plan.last_globals)):
                     plan.last_globals = None
                     packer = packer or Packer(self._bind(writebacks, binder))
-                    self._upload_globals(plan, kernel, values, packer)
+                    plan.upload_globals(plan.pack_globals(packer, values))
                     # the same objects again need no upload where their bytes cannot change: Python
                     # scalars and CuPy arrays (a pointer and a count), as the argument slots above
                     cupy_array = self.cupy.ndarray
@@ -321,12 +317,6 @@ class CudaBackend:
                 pointers[int(dev.data.ptr)] = name
         raise BoundsError(kernel.entry, count, index, size, pointers.get(data) or ("a local array" if not data else None),
                           (x, y, z))
-
-    def _upload_globals(self, plan: "_Plan", kernel: CompiledKernel, values: Mapping[str, Any],
-                        packer: Packer) -> None:
-        glob = packer.pack_struct(plan.globals, kernel.reflection.globals_size, values, "")
-        host = np.frombuffer(bytes(glob), np.uint8)
-        plan.module.get_global("SLANG_globalParams").copy_from_host(host.ctypes.data, host.nbytes)
 
     def forget(self, keys: list[str]) -> None:
         gone = set(keys)
@@ -390,6 +380,50 @@ class _Plan:
         every = [*self.entry.uniforms, *self.globals]
         self.samplers = sampler_paths(every)
         self.textured = bool(self.samplers) or any(_has_texture(p.type) for p in every)
+        self.globals_size = kernel.reflection.globals_size
+        self.name = kernel.entry
+
+    def pack(self, values: Mapping[str, Any], new_packer: Callable[[], Packer],
+             slots: list[Any] | None = None) -> Packer | None:
+        """Write each argument into its slot: the fast writers where they take the value, else the
+        general packer (made by `new_packer` at the first such value; returned, to keep what it holds
+        alive). slots: other slots than the plan's own (a replayed step's), written in full; the
+        plan's own skip a value that is the very object they were last written from (held in
+        `last`, so its id cannot be reused): a loop passing the same arrays packs nothing."""
+        packer: Packer | None = None
+        own = slots is None
+        last = self.last
+        for i, (name, write, slot) in enumerate(self.args):
+            v = values[name]
+            if own:
+                if v is last[i]:
+                    continue
+            else:
+                slot = slots[i]   # type: ignore[index]
+            if write is not None and write(v, slot):
+                if own:
+                    last[i] = v
+                continue
+            if own:
+                last[i] = _UNSET
+            p = self.params[i][0]
+            packer = packer or new_packer()
+            data = packer.encode(p.type, v, p.name)
+            if len(data) > len(slot):
+                raise ParameterError(f"{self.name}: `{p.name}` encoded to {len(data)} bytes, more than its "
+                                     f"{len(slot)}-byte argument slot")
+            ctypes.memmove(slot, data, len(data))
+        return packer
+
+    def pack_globals(self, packer: Packer, values: Mapping[str, Any]) -> bytes:
+        """The bytes of `__constant__ SLANG_globalParams` for these values."""
+        return bytes(packer.pack_struct(self.globals, self.globals_size, values, ""))
+
+    def upload_globals(self, data: bytes) -> None:
+        """Upload the globals' bytes (a call after it packs and uploads its own again)."""
+        host = np.frombuffer(data, np.uint8)
+        self.module.get_global("SLANG_globalParams").copy_from_host(host.ctypes.data, host.nbytes)
+        self.last_globals = None
 
 
 _UNSET = object()

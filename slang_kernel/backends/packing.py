@@ -18,10 +18,13 @@ from ..compiler.reflection import ParamInfo, TypeInfo
 from ..errors import ParameterError
 
 __all__ = [
+    "UINT",
     "ParameterError",
+    "uint_buffer",
     "as_mapping",
     "describe",
     "texel",
+    "texel_dtype",
     "Packer",
     "StructPlan",
     "fast_encoder",
@@ -135,6 +138,20 @@ def texel(t: TypeInfo) -> tuple[str, int]:
     except ParameterError:
         return "float32", 4
     return base.name, (shape[0] if shape else 1)
+
+def texel_dtype(t: TypeInfo) -> tuple[np.dtype[Any], int]:
+    """(host dtype, channels) of a texture's texels as arrays hold them: floats as float32 (half
+    stays float16), 32-bit ints as they are, anything else float32; float4 when reflection names none."""
+    try:
+        base, shape = typed_element(t)
+    except ParameterError:
+        return np.dtype(np.float32), 4
+    if base.kind == "f" and base != np.float16:
+        base = np.dtype(np.float32)
+    elif base not in (np.dtype(np.int32), np.dtype(np.uint32), np.dtype(np.float16)):
+        base = np.dtype(np.float32)
+    return base, (shape[0] if shape else 1)
+
 
 def _dtype_text(dt: np.dtype) -> str:
     """A dtype as the user would write it (structured dtypes with their fields, offsets and size)."""
@@ -473,3 +490,15 @@ class StructPlan:
                 packer.keepalive.append(v)
             buf[f.offset:f.offset + len(data)] = data
         return buf
+
+
+# The reflection of the backends' own helper kernels' parameters (the NaN/Inf scan, a checked
+# variant's report buffer), made here once: those kernels never pass through the session's compiler.
+UINT = TypeInfo(kind="scalar", name="uint", size=4, alignment=4, stride=4, scalar="uint32")
+
+
+def uint_buffer(name: str, writable: bool) -> ParamInfo:
+    """A `StructuredBuffer<uint>` (or `RWStructuredBuffer<uint>`) parameter, as reflection states one."""
+    prefix = "RW" if writable else ""
+    return ParamInfo(name, TypeInfo(kind="resource", name=f"{prefix}StructuredBuffer<uint>", alignment=1, element=UINT,
+                                    shape="structured_buffer", access="read_write" if writable else "read"))

@@ -136,8 +136,8 @@ class Worker:
             out["decls"] = module_decls(L, decl) if decl else []
             out["entry_points"] = self._entry_points(mod)
             t.append(time.process_time())
-            ir = self._disassemble(mod)
-            out["refs"] = referenced_modules(ir)
+            ir = self._disassemble(mod) if msg.get("deps") or msg.get("ir") else ""
+            out["refs"] = referenced_modules(ir)   # (a module that loads no cell references none)
             t.append(time.process_time())
             out["cpu_ms"] = {k: (b - a) * 1000 for k, a, b in zip(("load", "check", "serialize", "reflect", "refs"), t, t[1:])}
             if msg.get("ir"):

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
+from .. import scanner
 from ..compiler.reflection import DeclInfo
 from .language import ATTRIBUTES, BUILTIN_TYPES, INTRINSICS, KEYWORDS, SEMANTICS, SWIZZLE, vector_length
 from .source import SLANG_MAGICS
@@ -118,43 +119,19 @@ def _local_type(masked: str, name: str, before: int) -> str | None:
     return best
 
 
-def _struct_body(masked: str, start: int) -> str:
-    depth, i = 0, start
-    while i < len(masked):
-        if masked[i] == "{":
-            depth += 1
-        elif masked[i] == "}":
-            depth -= 1
-            if depth == 0:
-                return masked[start + 1:i]
-        i += 1
-    return masked[start + 1:]
-
-
 def structs_in_text(code: str) -> dict[str, tuple[tuple[str, str], ...]]:
     """struct NAME { TYPE field; ... } declared in the text: {NAME: ((field, type), ...)}."""
     masked, _ = mask_code(code)
     out: dict[str, tuple[tuple[str, str], ...]] = {}
     for m in _STRUCT.finditer(masked):
-        body = _struct_body(masked, m.end() - 1)
-        # drop nested bodies (methods), keep top-level field declarations
-        flat, depth = [], 0
-        for ch in body:
-            if ch == "{":
-                depth += 1
-            elif ch == "}":
-                depth -= 1
-                flat.append(";")
-                continue
-            if depth == 0:
-                flat.append(ch)
+        start = m.end()                            # just inside the `{`
+        close = scanner.closing(masked, start - 1)  # (an unclosed body, mid-typing: to the end)
+        end = close - 1 if masked[close - 1:close] == "}" else len(masked)
         fields = []
-        for stmt in "".join(flat).split(";"):
-            stmt = stmt.strip()
-            if stmt.startswith("["):
-                stmt = re.sub(r"\[[^\]]*\]\s*", "", stmt)
-            if not stmt or "(" in stmt:
+        for d in scanner.declarations(masked, start, end, _b=masked):
+            if d.kind != "variable":               # methods, nested types: not fields
                 continue
+            stmt = masked[d.head:d.end].strip().rstrip(";").strip()
             dm = _FIELD.match(stmt)
             if dm:
                 for fname in dm.group(2).split(","):

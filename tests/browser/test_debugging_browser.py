@@ -89,7 +89,7 @@ CELLS = [
     "              same=np.zeros(1000, np.uint32), x=x, n=1000)\n"
     "print('COMPARE' + json.dumps({'ran': list(c.ran), 'differs': c.diff('o').count}))\n"
     "c",
-    "c.view('o')",
+    "W.BufferView.of_comparison(c, 'o')",
 ]
 
 
