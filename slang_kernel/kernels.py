@@ -152,8 +152,11 @@ class ComputeKernel:
         """Dispatch `build`, a revision of this kernel (`compiled()` gives the current one): the one
         dispatch path (a call runs the current revision through it; a live view keeps running the
         last good one while its cell's new one does not compile or take the view's parameters)."""
-        g = self._groups(build, threads, groups)
-        check_parameters(build, params)
+        self.dispatch_build(build, self.checked_groups(build, threads, groups, params), check_finite, params)
+
+    def dispatch_build(self, build: CompiledKernel, g: tuple[int, int, int], check_finite: bool | None,
+                       params: Mapping[str, Any]) -> None:
+        """Dispatch `build` over groups `g` (from checked_groups): the one dispatch of calls and steps."""
         if 0 in g:
             return
         s = self.session
@@ -162,16 +165,22 @@ class ComputeKernel:
             return
         s.backend.dispatch(build, g, params)
 
-    def _groups(self, build: CompiledKernel, threads: Any, groups: Any) -> tuple[int, int, int]:
-        """groups_for, remembered per (revision, threads, groups): repeated calls skip the arithmetic."""
-        key = (build.key, threads, groups)
+    def checked_groups(self, build: CompiledKernel, threads: Any, groups: Any,
+                       params: Mapping[str, Any]) -> tuple[int, int, int]:
+        """groups_for and check_parameters, remembered per (revision, threads, groups, parameter
+        names): a repeated call does one dict lookup. A miss (or an error) takes the full path, so
+        its errors are exactly those of groups_for and check_parameters."""
         try:
+            key = (build.key, type(threads), threads, type(groups), groups, *params)
             return self._group_cache[key]
         except KeyError:
             pass
         except TypeError:   # a list given as threads=: not hashable, not remembered
-            return groups_for(build.entry_point, threads, groups)
+            g = groups_for(build.entry_point, threads, groups)
+            check_parameters(build, params)
+            return g
         g = groups_for(build.entry_point, threads, groups)
+        check_parameters(build, params)
         if len(self._group_cache) >= 64:
             self._group_cache.clear()
         self._group_cache[key] = g
@@ -203,7 +212,12 @@ class ComputeKernel:
         """One dispatch of the current revision. check_finite: afterwards, raise NonFiniteError for the
         first written buffer or texture holding a NaN/Inf (default: the session's check_finite;
         slang_kernel.finite)."""
-        self.run_build(self.compiled(), threads=threads, groups=groups, check_finite=check_finite, **params)
+        last, s = self._last, self.session
+        if last is not None and last[0] == s.revision and last[1] is s.backend:
+            build = last[2]   # the hot path (as compiled()), inlined: one call costs a few µs
+        else:
+            build = self.compiled()
+        self.dispatch_build(build, self.checked_groups(build, threads, groups, params), check_finite, params)
 
     def debug(self, thread: Sequence[int] = (0, 0, 0), *, threads: Any = None, groups: Any = None,
               **params: Any) -> "ThreadDebug":

@@ -29,8 +29,7 @@ from typing import Any, Mapping, Sequence
 
 from .backends import Backend, replay
 from .compiled import CompiledKernel
-from .finite import FiniteCheck
-from .kernels import ComputeKernel, check_parameters, groups_for
+from .kernels import ComputeKernel
 
 __all__ = ["Launch", "Step"]
 
@@ -66,8 +65,7 @@ class Step:
             threads, groups = p.pop("threads", None), p.pop("groups", None)
             names = ck.parameter_names
             p.update({n: v for n, v in self._shared.items() if n in names and n not in p})
-            check_parameters(ck, p)
-            out.append((ck, groups_for(ck.entry_point, threads, groups), p))
+            out.append((ck, kernel.checked_groups(ck, threads, groups, p), p))
         return out
 
     def _current(self) -> bool:
@@ -81,10 +79,11 @@ class Step:
         service = self._given[0][0].session
         backend, finite = service.backend, service.finite
         scan = self._check_finite if self._check_finite is not None else finite.enabled
+        kernels = [k for k, _ in self._given]
         if scan:
-            self._replay = _Sequential(backend, launches, finite)
+            self._replay = _Sequential(kernels, launches, True)
         elif backend.config.checked or "replay" not in backend.capabilities:
-            self._replay = _Sequential(backend, launches)
+            self._replay = _Sequential(kernels, launches, False)
         else:
             self._replay = replay(backend).prepare_step(launches)
         self._backend = backend
@@ -109,19 +108,16 @@ class Step:
 
 
 class _Sequential:
-    """Each launch dispatched as a call would: through the backend's own dispatch (checked in a
-    checked session), or through the NaN/Inf finder's, which scans what each launch wrote."""
+    """Each launch dispatched as a call would, through ComputeKernel.dispatch_build: the backend's own
+    dispatch (checked in a checked session), or the NaN/Inf finder's, which scans what each wrote."""
 
-    def __init__(self, backend: Backend, launches: list[Launch], finite: FiniteCheck | None = None) -> None:
-        self.backend, self.finite = backend, finite
-        self.launches = [(ck, g, v) for ck, g, v in launches if 0 not in g]
-        self.mode = "one dispatch per launch" + (", each scanned for NaN/Inf" if finite is not None else "")
+    def __init__(self, kernels: list[ComputeKernel], launches: list[Launch], scan: bool) -> None:
+        self.scan = scan
+        self.launches = [(k, ck, g, v) for k, (ck, g, v) in zip(kernels, launches) if 0 not in g]
+        self.mode = "one dispatch per launch" + (", each scanned for NaN/Inf" if scan else "")
 
     def run(self, times: int) -> None:
-        finite, backend = self.finite, self.backend
+        scan = self.scan
         for _ in range(times):
-            for ck, g, v in self.launches:
-                if finite is not None:
-                    finite.dispatch(backend, ck, g, v)
-                else:
-                    backend.dispatch(ck, g, v)
+            for k, ck, g, v in self.launches:
+                k.dispatch_build(ck, g, scan, v)
