@@ -183,11 +183,20 @@ def test_shift_tab_in_notebook7_is_answered_by_the_server(notebook7: str, lab_to
         editor = cells.nth(1).locator(".jp-InputArea-editor")
         editor.click()
         page.keyboard.press("End")
-        page.keyboard.press("Shift+Tab")
         tip = page.locator(".jp-Tooltip").first
-        tip.wait_for(state="visible", timeout=60_000)
-        page.wait_for_function("() => /func sq/.test(document.querySelector('.jp-Tooltip').innerText)",
-                               timeout=60_000)
+        deadline = time.monotonic() + 90
+        while True:   # the first Shift-Tab may meet a starting server: the kernel's own answer comes, ask again
+            page.keyboard.press("Shift+Tab")
+            tip.wait_for(state="visible", timeout=60_000)
+            try:
+                page.wait_for_function("() => /func sq/.test(document.querySelector('.jp-Tooltip').innerText)",
+                                       timeout=10_000)
+                break
+            except PlaywrightTimeout:
+                assert time.monotonic() < deadline, f"the server never answered Shift-Tab: {tip.inner_text()}"
+                page.keyboard.press("Escape")
+                editor.click()
+                page.keyboard.press("End")
         text = tip.inner_text()
         page.screenshot(path=str(lab_tools.ARTIFACTS / "lsp_notebook7_shift_tab.png"))
     assert "func sq(float x) -> float" in text and "Defined in In[1], line 1" in text, text
