@@ -64,14 +64,7 @@ class CellChecks:
 
     def run_cell(self, source: str, name: str | None = None, *, defines: Mapping[str, str] | None = None,
                  options: Sequence[str] = (), label: str | None = None) -> CellResult:
-        """Compile one cell. Running a name again replaces that cell and recompiles its users.
-
-        defines/options: for this cell only (on top of the session's). label: what diagnostics and
-        messages call this revision when not its name (a front end re-running cell `In[2]` at prompt
-        [7] keeps its name and place, labelled "In[7]"). A cell with errors raises
-        SlangCompileError and changes nothing (views of the cell keep its last good revision;
-        `failure(name)` holds the error until a good revision arrives).
-        """
+        """Session.run_cell's work (its docstring is the contract)."""
         t0, ms0 = time.perf_counter(), self.service.spent_ms
         if name is None:
             name = self.store.new_name()
@@ -233,17 +226,18 @@ class CellChecks:
         start = order.index(name) + 1 if name is not None else 0
         recompiled: list[str] = []
         broken: list[str] = []
-        for at in range(start, len(order)):
-            later_name = order[at]
+        earlier = [self.store.by_name[n] for n in order[:start]]   # grows with each cell's current revision
+        for later_name in order[start:]:
             cell = self.store.by_name[later_name]
-            earlier = [self.store.by_name[n] for n in order[:at]]
             macros = self.service.macros(cell.idents, cell.own_defines)
             if cell.ok and self.basis(cell.shown, cell.module, cell.source, earlier, macros, cell.options) == cell.basis:
+                earlier.append(cell)
                 continue
             new = self.check(cell.name, cell.module, cell.source, earlier, cell.own,
                               own_defines=cell.own_defines, options=cell.options, label=cell.label)
             if new.error is not None:  # keep what it defined, so lookups can say it is broken
                 new = dataclasses.replace(new, decls=cell.decls, entry_points=cell.entry_points)
             self.commit(new)
+            earlier.append(self.store.by_name[later_name])
             (broken if new.error is not None else recompiled).append(later_name)
         return tuple(recompiled), tuple(broken)

@@ -217,8 +217,7 @@ class KernelBuilds:
                 + (", ".join(g.describe() for g in entry.generics) if entry and entry.generics else "no generic parameters")
                 + "): get it again with s.kernel(..., specialize=...).")
         wname, text, tail = specialize_variant(owner.source, entry, spec, externs, typed)
-        order = list(self.store.by_name)
-        earlier = [self.store.by_name[n] for n in order[:order.index(owner.name)]]
+        earlier = self.store.earlier(owner.name)
         named = identifiers(" ".join([*(v for _, v in spec.args), *(f"{i} {t}" for i, t, _ in spec.conformances)]))
         named -= {n for c in [*earlier, owner] for n in c.names}
         later = [c for c in self.store.by_name.values() if c not in earlier and c is not owner and c.ok and c.names & named]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, NoReturn
 
 import pytest
 
@@ -44,10 +44,26 @@ def _backend_session(name: str, cache_dir: str) -> sk.Session:
             got = exc
         _SESSIONS[name] = got
     if isinstance(got, BaseException):
-        if name == "vulkan" and os.environ.get("SLANG_KERNEL_REQUIRE_VULKAN") == "1":
-            pytest.fail(f"Vulkan is required here (SLANG_KERNEL_REQUIRE_VULKAN=1) but: {got}")
-        pytest.skip(f"{name} backend unavailable: {got}")
+        _unavailable(name, got)
     return got
+
+
+def _unavailable(name: str, exc: BaseException) -> NoReturn:
+    """Skip with the reason, except where set-up promised a Vulkan device (then fail)."""
+    if name == "vulkan" and os.environ.get("SLANG_KERNEL_REQUIRE_VULKAN") == "1":
+        pytest.fail(f"Vulkan is required here (SLANG_KERNEL_REQUIRE_VULKAN=1) but: {exc}")
+    pytest.skip(f"{name} backend unavailable: {exc}")
+
+
+@pytest.fixture(scope="session")
+def open_session(cache_dir: str) -> Callable[..., sk.Session]:
+    """A new Session on a backend with options (checked=, check_finite=, ...), skipped like `session`."""
+    def make(backend: str, **options: Any) -> sk.Session:
+        try:
+            return sk.Session(backend=backend, cache_dir=cache_dir, **options)
+        except sk.BackendUnavailable as exc:
+            _unavailable(backend, exc)
+    return make
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -5,8 +5,7 @@ preludes, Vulkan through an instrumented variant of the kernel's cell (backends/
 
 from __future__ import annotations
 
-import os
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 import pytest
@@ -42,13 +41,8 @@ void oob_global(uint3 t: SV_DispatchThreadID, uniform uint width)
 
 
 @pytest.fixture(scope="module")
-def checked(backend_name: str, cache_dir: str) -> Iterator[sk.Session]:
-    try:
-        s = sk.Session(backend=backend_name, cache_dir=cache_dir, checked=True)
-    except sk.BackendUnavailable as exc:
-        if backend_name == "vulkan" and os.environ.get("SLANG_KERNEL_REQUIRE_VULKAN") == "1":
-            pytest.fail(f"Vulkan is required here but: {exc}")
-        pytest.skip(f"{backend_name} backend unavailable: {exc}")
+def checked(backend_name: str, open_session: Callable[..., sk.Session]) -> Iterator[sk.Session]:
+    s = open_session(backend_name, checked=True)
     s.run_cell(OOB, name="oob")
     yield s
     s.close()

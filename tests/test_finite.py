@@ -4,8 +4,7 @@ of a two-kernel training step is found in the right buffer, at the right index, 
 
 from __future__ import annotations
 
-import os
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import pytest
@@ -36,13 +35,8 @@ float plus_inverse(float a, float b) { return a + 1.0 / b; }
 
 
 @pytest.fixture(scope="module")
-def finite(backend_name: str, cache_dir: str) -> Iterator[sk.Session]:
-    try:
-        s = sk.Session(backend=backend_name, cache_dir=cache_dir, check_finite=True)
-    except sk.BackendUnavailable as exc:
-        if backend_name == "vulkan" and os.environ.get("SLANG_KERNEL_REQUIRE_VULKAN") == "1":
-            pytest.fail(f"Vulkan is required here but: {exc}")
-        pytest.skip(f"{backend_name} backend unavailable: {exc}")
+def finite(backend_name: str, open_session: Callable[..., sk.Session]) -> Iterator[sk.Session]:
+    s = open_session(backend_name, check_finite=True)
     s.run_cell(STEP, name="step")
     yield s
     s.close()
