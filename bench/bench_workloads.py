@@ -219,9 +219,17 @@ def spy_device(device: str) -> Any:
     return spy, spy.Device(type=dt, compiler_options={"include_paths": [spy.SHADER_PATH, str(PEERS)]})
 
 
-def peer_splat(device: str, size: int, blobs: int, warm: int, iters: int) -> tuple[float, float, str]:
+RECOMPUTE = re.compile(r"\[Differentiable\](\s*(?:static Gaussian2D load|float4 eval)\()")
+
+
+def peer_splat(device: str, size: int, blobs: int, warm: int, iters: int,
+               recompute: bool = False) -> tuple[float, float, str]:
     spy, dev = spy_device(device)
-    module = spy.Module.load_from_file(dev, "simplediffsplatting2d_0431.slang")
+    source = (PEERS / "simplediffsplatting2d_0431.slang").read_text()
+    if recompute:   # the attribute our notebook carries, on the same two functions; the math is unchanged
+        source, n = RECOMPUTE.subn(r"[Differentiable, PreferRecompute]\1", source)
+        assert n == 2, n
+    module = spy.Module.load_from_source(dev, "splat_recompute" if recompute else "splat_ported", source)
     if blobs != 200:
         raise SystemExit("the sample's shader fixes 200 blobs (SIMPLE_BLOBCOUNT)")
     target = target_image(size)
@@ -246,7 +254,12 @@ def peer_splat(device: str, size: int, blobs: int, warm: int, iters: int) -> tup
     its = rate(run, dev.wait_for_idle, warm, iters)
     module.renderBlobsToTexture(cur, b, spy.grid(shape=(size, size)))
     frame = cur.to_numpy()
-    return its, splat_loss(frame, target), "one call per kernel per iteration"
+    return its, splat_loss(frame, target), ("[PreferRecompute] load/eval, " if recompute else "") + \
+        "one call per kernel per iteration"
+
+
+def peer_splat_recompute(device: str, size: int, blobs: int, warm: int, iters: int) -> tuple[float, float, str]:
+    return peer_splat(device, size, blobs, warm, iters, recompute=True)
 
 
 def peer_neural(device: str, res: int, batch: int, warm: int, iters: int) -> tuple[float, float, str]:
@@ -290,33 +303,37 @@ def main() -> None:
     ap.add_argument("--iterations", type=int, default=300)
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--quick", action="store_true", help="small sizes (32x32 splat, 1024-sample batches)")
+    ap.add_argument("--rows", default="wave-sum,per-pixel", help="which of ours: wave-sum, per-pixel")
     ap.add_argument("--in-process", action="store_true", help="Vulkan: Session(isolate=False) (default: worker)")
     a = ap.parse_args()
     splat_size, res, batch = (32, 32, 1024) if a.quick else (256, 512, 256 * 256)
     print(f"# bench_workloads: {a.iterations} timed iterations after {a.warmup} warm-up ones; python {sys.version.split()[0]}")
     print(f"{'workload':8} {'device':7} {'gradients':10} {'ours it/s':>10} {'slangpy it/s':>13} {'ratio':>7} "
           f"{'ours loss':>10} {'slangpy loss':>13} {'loss ratio':>10}  how ours replays / how slangpy ran")
-    runs: dict[str, tuple[Callable[..., tuple[float, float, str]], Callable[..., tuple[float, float, str]], tuple[int, ...]]] = {
-        "splat": (ours_splat, peer_splat, (splat_size, 200)),
-        "neural": (ours_neural, peer_neural, (res, batch)),
+    Row = Callable[..., tuple[float, float, str]]
+    runs: dict[str, tuple[Row, list[tuple[str, Row]], tuple[int, ...]]] = {
+        "splat": (ours_splat, [("ported", peer_splat), ("recompute", peer_splat_recompute)], (splat_size, 200)),
+        "neural": (ours_neural, [("ported", peer_neural)], (res, batch)),
     }
     for w in a.workloads.split(","):
-        ours_fn, peer_fn, size = runs[w]
+        ours_fn, peer_fns, size = runs[w]
         for d in a.devices.split(","):
-            try:
-                rp, lp, how_p = peer_fn(d, *size, a.warmup, a.iterations)
-            except Exception as exc:  # noqa: BLE001 - print and go on with ours
-                print(f"{w:8} {d:7} slangpy failed: {type(exc).__name__}: {str(exc)[:400]}", flush=True)
-                rp, lp, how_p = math.nan, math.nan, "failed"
-            for label, per_pixel in (("wave-sum", False), ("per-pixel", True)):
+            peers = []
+            for peer_label, peer_fn in peer_fns:
                 try:
-                    ro, lo, how_o = ours_fn(d, *size, a.warmup, a.iterations, not a.in_process, per_pixel)
+                    peers.append((peer_label, *peer_fn(d, *size, a.warmup, a.iterations)))
+                except Exception as exc:  # noqa: BLE001 - print and go on with ours
+                    print(f"{w:8} {d:7} slangpy ({peer_label}) failed: {type(exc).__name__}: {str(exc)[:400]}", flush=True)
+                    peers.append((peer_label, math.nan, math.nan, "failed"))
+            for label in a.rows.split(","):
+                try:
+                    ro, lo, how_o = ours_fn(d, *size, a.warmup, a.iterations, not a.in_process, label == "per-pixel")
                 except Exception as exc:  # noqa: BLE001 - print and go on to the next row
                     print(f"{w:8} {d:7} {label:10} ours failed: {type(exc).__name__}: {str(exc)[:400]}", flush=True)
                     continue
-                print(f"{w:8} {d:7} {label:10} {ro:10.1f} {rp:13.1f} {ro / rp:6.2f}x {lo:10.5f} {lp:13.5f} "
-                      f"{lo / lp:10.3f}  {how_o} / {how_p}", flush=True)
-
+                for peer_label, rp, lp, how_p in peers:
+                    print(f"{w:8} {d:7} {label:10} {ro:10.1f} {rp:13.1f} {ro / rp:6.2f}x {lo:10.5f} {lp:13.5f} "
+                          f"{lo / lp:10.3f}  {how_o} / {peer_label}: {how_p}", flush=True)
 
 if __name__ == "__main__":
     main()

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the lent H200 machine (see ../shared/GPU.md): GPU tests and benchmarks in one go, logs in $OUT.
-# Carry .gpu (slangpy cp312 wheel contents + Vulkan loader debs). Usage: bash bench/gpu_run.sh [tests|textures|debugging|cpu|bench|paired|dask|all]
+# Carry .gpu (slangpy cp312 wheel contents + Vulkan loader debs). Usage: bash bench/gpu_run.sh [tests|textures|debugging|cpu|bench|workloads|paired|dask|all]
 # textures: the texture/half/ParameterBlock conformance cases and test_cuda.py (issue 15), with where cuda_fp16.h is.
 # debugging: the thread debugger, cross-backend compare and profile tests on cuda, vulkan and cpu (issue 17).
 # cpu: the CPU vector path on this machine's cores (issue 16): bench_cpu_simd.py and the CPU vector-path tests.
@@ -42,6 +42,11 @@ fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
   python3 bench/bench_cuda.py 2>&1 | tee "$OUT/bench_cuda.log"
   python3 bench/bench_vulkan.py 2>&1 | tee "$OUT/bench_vulkan.log"
+fi
+if [ "$what" = workloads ]; then   # issue 29: launch paths, then both training workloads against slangpy
+  python3 bench/bench_cuda.py 2>&1 | tee "$OUT/bench_cuda.log"
+  python3 bench/bench_vulkan.py --repeat 20 2>&1 | tee "$OUT/bench_vulkan.log"
+  python3 bench/bench_workloads.py --iterations ${ITERATIONS:-100} 2>&1 | tee "$OUT/bench_workloads.log"
 fi
 if [ "$what" = paired ]; then
   rm -rf /tmp/old && mkdir -p /tmp/old && tar xzf .gpu/old_main.tgz -C /tmp/old
