@@ -118,6 +118,17 @@ def main() -> None:
         ours_us = host_us(lambda: kt(threads=32, y=t, a=1.0))
         raw_us = host_us(lambda: tiny_cuda((1,), (32,), (t, np.float32(1.0))))
         print(f"{'host overhead per launch, us':44} {ours_us:12.2f} {raw_us:12.2f} {ours_us / raw_us:8.2f}x cupy.RawKernel")
+        # what bounds it: the same launch one layer down (the backend's dispatch, no ComputeKernel), and
+        # the floor of the launch API we use (cupy.cuda.driver.launchKernel of a prepared argument block)
+        build = kt.compiled()
+        groups = kt.checked_groups(build, 32, None, {"y": t, "a": 1.0})
+        values = {"y": t, "a": 1.0}
+        dispatch_us = host_us(lambda: s.backend.dispatch(build, groups, values))
+        plan = s.backend.plan(build)
+        launch, stream = cp.cuda.driver.launchKernel, cp.cuda.get_current_stream()
+        floor_us = host_us(lambda: launch(plan.fn_ptr, 1, 1, 1, 32, 1, 1, 0, stream.ptr, plan.params_ptr, 0))
+        print(f"{'  of it: backend.dispatch alone, us':44} {dispatch_us:12.2f} {raw_us:12.2f} {dispatch_us / raw_us:8.2f}x cupy.RawKernel")
+        print(f"{'  of it: driver.launchKernel alone, us':44} {floor_us:12.2f} {raw_us:12.2f} {floor_us / raw_us:8.2f}x cupy.RawKernel")
         # a training step's way: 100 launches per call, bound once (slang_kernel.steps.Step: a CUDA graph,
         # else cached argument blocks), against the same 100 launches through cupy.RawKernel
         from slang_kernel.steps import Step

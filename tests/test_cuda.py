@@ -55,6 +55,33 @@ def test_numpy_round_trip(cuda: sk.Session) -> None:
     assert acc[0] == 2.0
 
 
+def test_repeated_calls_relaunch_what_changed(cuda: sk.Session) -> None:
+    """A call with the very objects of the previous one is one cuLaunchKernel (no packing); any
+    other value (a new array, another float, a 0-d numpy array changed in place) is packed again."""
+    import cupy as cp
+
+    cuda.run_cell("""
+[shader("compute")][numthreads(32, 1, 1)]
+void add_first(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> y, uniform float a)
+{
+    if (t.x == 0) y[0] += a;
+}""", name="relaunch")
+    k = cuda.kernel("add_first")
+    y, other, a = cp.zeros(1, cp.float32), cp.zeros(1, cp.float32), 1.5
+    for _ in range(3):
+        k(threads=32, y=y, a=a)
+    k(threads=32, y=other, a=a)
+    k(threads=32, y=y, a=2.0)
+    box = np.array(1.0, np.float32)
+    k(threads=32, y=y, a=box)
+    box[...] = 10.0
+    k(threads=32, y=y, a=box)
+    assert float(y[0]) == 3 * 1.5 + 2.0 + 1.0 + 10.0
+    assert float(other[0]) == 1.5
+    k(threads=0, y=y, a=a)   # no threads: nothing runs, on either path
+    assert float(y[0]) == 17.5
+
+
 def test_torch_tensors_without_copy(cuda: sk.Session) -> None:
     torch = pytest.importorskip("torch")
     n = 256

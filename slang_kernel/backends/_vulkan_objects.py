@@ -67,9 +67,8 @@ class VulkanBuffer:
         return int(np.prod(self.shape, dtype=np.int64))
 
     def numpy(self) -> np.ndarray:
-        raw = self.sgl.to_numpy()
-        data = np.frombuffer(raw.tobytes()[: self.nbytes], dtype=self.dtype)
-        out: np.ndarray = data.reshape(self.shape).copy()
+        raw = np.asarray(self.sgl.to_numpy())   # a fresh array of its own: viewed, not copied again
+        out: np.ndarray = raw.reshape(-1).view(np.uint8)[: self.nbytes].view(self.dtype).reshape(self.shape)
         return out
 
     def upload(self, array: Any) -> None:
