@@ -1,10 +1,11 @@
 """Binding one dispatch's Python values on Vulkan: numpy arrays become (pooled) sgl buffers and
-textures uploaded in the dispatch's own command buffer, structs dicts, typed buffers formatted
-buffers; RW data is read back into the caller's arrays afterwards."""
+textures, their data copied up from pooled host-visible buffers in the dispatch's own command
+buffer and, for RW ones, copied down into others there too and read into the caller's arrays
+afterwards; structs become dicts, typed buffers formatted buffers."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 import numpy as np
 
@@ -22,8 +23,8 @@ class BindingHost(DeviceHost, Protocol):
 
     def sampler(self, spec: Any = None) -> Any: ...
     def _usage(self) -> Any: ...
-    def _pool_take(self, nbytes: int) -> Any: ...
-    def _pool_give(self, buf: Any) -> None: ...
+    def _pool_take(self, nbytes: int, memory: str = "device") -> Any: ...
+    def _pool_give(self, buf: Any, memory: str = "device") -> None: ...
 
 
 class _Binder:
@@ -35,14 +36,16 @@ class _Binder:
         self.writeback: list[Any] = []                # callables: device -> the user's numpy array
         self.by_id: dict[tuple[int, str], Any] = {}   # same array passed twice -> one device object
         self.clears: list[tuple[str, Any]] = []       # device objects to zero before the dispatch
-        self.uploads: list[tuple[Any, np.ndarray]] = []
-        self.pooled: list[Any] = []
+        self.copies_in: list[Callable[[Any], None]] = []    # recorded before the dispatch (an encoder each)
+        self.copies_out: list[Callable[[Any], None]] = []   # and after it
+        self.pooled: list[tuple[Any, str]] = []
 
     def release(self) -> None:
-        for buf in self.pooled:
-            self.b._pool_give(buf)
+        for buf, memory in self.pooled:
+            self.b._pool_give(buf, memory)
         self.pooled.clear()
-        self.uploads.clear()
+        self.copies_in.clear()
+        self.copies_out.clear()
         self.writeback.clear()
         self.by_id.clear()
         self.clears.clear()
@@ -50,6 +53,23 @@ class _Binder:
     def read_back(self) -> None:
         for fn in self.writeback:
             fn()
+
+    def _take(self, nbytes: int, memory: str) -> Any:
+        buf = self.b._pool_take(nbytes, memory)
+        self.pooled.append((buf, memory))
+        return buf
+
+    def _stage_in(self, data: np.ndarray, record: Callable[[Any, Any], None]) -> None:
+        """Write `data` (bytes) into a pooled upload buffer now; `record(encoder, it)` copies it up."""
+        stage = self._take(data.nbytes, "upload")
+        stage.copy_from_numpy(_writable_bytes(data))
+        self.copies_in.append(lambda encoder: record(encoder, stage))
+
+    def _stage_out(self, nbytes: int, record: Callable[[Any, Any], None]) -> Any:
+        """A pooled read-back buffer that `record(encoder, it)` copies into after the dispatch."""
+        stage = self._take(nbytes, "read_back")
+        self.copies_out.append(lambda encoder: record(encoder, stage))
+        return stage
 
     def value(self, t: TypeInfo, v: Any, name: str) -> Any:
         k = t.kind
@@ -115,18 +135,19 @@ class _Binder:
             return hit
         # staging buffers come from a pool (freed when the dispatch ends); data goes up in the
         # dispatch's own command buffer
-        buf = self.b._pool_take(arr.nbytes)
-        self.pooled.append(buf)
-        if t.writable and arr.nbytes >= _ZERO_CHECK_BYTES and not arr.reshape(-1).view(np.uint8).any():
+        buf = self._take(arr.nbytes, "device")
+        nbytes = arr.nbytes
+        if t.writable and nbytes >= _ZERO_CHECK_BYTES and not arr.reshape(-1).view(np.uint8).any():
             self.clears.append(("buf", buf))
-        elif arr.nbytes:
-            self.uploads.append((buf, _writable_bytes(arr)))
+        elif nbytes:
+            self._stage_in(arr, lambda encoder, stage: encoder.copy_buffer(buf, 0, stage, 0, nbytes))
         self.by_id[key] = buf
-        if t.writable and isinstance(v, np.ndarray):
-            target, nbytes = v, arr.nbytes
+        if t.writable and isinstance(v, np.ndarray) and nbytes:
+            target = v
+            out = self._stage_out(nbytes, lambda encoder, stage: encoder.copy_buffer(stage, 0, buf, 0, nbytes))
 
             def back() -> None:
-                raw = np.asarray(buf.to_numpy()).reshape(-1)[:nbytes]
+                raw = np.asarray(out.to_numpy()).reshape(-1).view(np.uint8)[:nbytes]
                 if staged is None:
                     target.reshape(-1).view(np.uint8)[:] = raw
                 else:
@@ -238,16 +259,20 @@ class _Binder:
             if data.dtype.kind == "f" and dev_dtype.kind in "iu":
                 raise _tex_mismatch(t, v, name, dims, channels)
         tex = VulkanTexture(self.b, shape, dev_dtype, None, dims, layered)
+        staged = not tex.layered   # array textures go up and down layer by layer, through sgl
         if t.writable and v.nbytes >= _ZERO_CHECK_BYTES and not np.any(v):
             self.clears.append(("texf" if dev_dtype.kind == "f" else "texu", tex.sgl))
+        elif staged:
+            self._stage_in(tex.staged(np.asarray(data).reshape(shape)), tex.copy_in)
         else:
             tex.upload(np.asarray(data).reshape(shape).astype(dev_dtype, copy=False))
         self.by_id[key] = tex.sgl
         if t.writable:
             target = v
+            out = self._stage_out(tex.staging_layout()[1], tex.copy_out) if staged else None
 
             def back() -> None:
-                raw = tex.raw()
+                raw = tex.unstaged(np.asarray(out.to_numpy())) if out is not None else tex.raw()
                 raw = raw.reshape((*shape[:-1], -1))
                 if raw.dtype != dev_dtype:
                     raw = raw.view(dev_dtype)

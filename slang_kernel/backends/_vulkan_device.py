@@ -123,7 +123,9 @@ class VulkanBackend:
         self._modules: dict[str, Any] = {}        # content-named module -> sgl SlangModule
         self._kernels: dict[str, tuple[Any, bool]] = {}   # CompiledKernel.key -> (sgl ComputeKernel, uses printf)
         self._samplers: dict[Any, Any] = {}
-        self._pool: dict[int, list[Any]] = {}            # size -> free staging buffers
+        # (memory, size) -> free buffers: "device" ones a dispatch binds numpy data through, "upload" and
+        # "read_back" (host-visible) ones its data goes up and comes back through, in its own command buffer
+        self._pool: dict[tuple[str, int], list[Any]] = {}
         self._prepared: dict[str, Prepared] = {}        # CompiledKernel.key -> root object + cursors
         self._by_ref = frozenset((spy.Buffer, spy.Texture, spy.Sampler))   # bound by reference: same object, same binding
 
@@ -356,8 +358,8 @@ class VulkanBackend:
                         marks["pool"] = pool
                         encoder.write_timestamp(pool, 0)
                 if binder is not None:
-                    for buf, raw in binder.uploads:
-                        encoder.upload_buffer_data(buf, 0, raw)
+                    for copy in binder.copies_in:
+                        copy(encoder)
                     for kind, obj in binder.clears:   # RW outputs given as zeros: cleared on the device, not uploaded
                         if kind == "buf":
                             encoder.clear_buffer(obj)
@@ -372,6 +374,9 @@ class VulkanBackend:
                     cpass.dispatch_compute(groups)
                 if pool is not None:
                     encoder.write_timestamp(pool, 2)
+                if binder is not None:
+                    for copy in binder.copies_out:
+                        copy(encoder)
                 submit = self.device.submit_command_buffer(encoder.finish())
             timeout = self.config.timeout
             if wait and timeout is None:
@@ -434,15 +439,22 @@ class VulkanBackend:
             self.device.submit_command_buffer(enc.finish())
         return buf
 
-    def _pool_take(self, nbytes: int) -> Any:
+    def _pool_take(self, nbytes: int, memory: str = "device") -> Any:
+        """A buffer of at least nbytes: "device" (bound to kernels), "upload" (host-written, copied from)
+        or "read_back" (copied into, host-read). sgl's own uploads and read-backs allocate a staging
+        buffer per call, which on a discrete GPU costs more than the copy (bench/RESULTS.md)."""
         size = max(4, (int(nbytes) + 3) // 4 * 4)
-        free = self._pool.get(size)
+        free = self._pool.get((memory, size))
         if free:
             return free.pop()
-        return self.device.create_buffer(size=size, usage=self._usage())
+        spy = self.spy
+        if memory == "device":
+            return self.device.create_buffer(size=size, usage=self._usage())
+        usage = spy.BufferUsage.copy_source if memory == "upload" else spy.BufferUsage.copy_destination
+        return self.device.create_buffer(size=size, usage=usage, memory_type=getattr(spy.MemoryType, memory))
 
-    def _pool_give(self, buf: Any) -> None:
-        free = self._pool.setdefault(int(buf.size), [])
+    def _pool_give(self, buf: Any, memory: str = "device") -> None:
+        free = self._pool.setdefault((memory, int(buf.size)), [])
         if len(free) < 8 and buf.size <= (64 << 20):
             free.append(buf)
 

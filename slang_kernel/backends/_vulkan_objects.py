@@ -120,7 +120,8 @@ class VulkanTexture:
         if data is not None:
             self.upload(data)
 
-    def upload(self, array: Any) -> None:
+    def stored(self, array: Any) -> np.ndarray:
+        """`array`'s texels as the device stores them (3 channels padded to 4, one without its axis)."""
         arr = np.asarray(array)
         if arr.ndim == self.dims:
             arr = arr[..., None]
@@ -137,12 +138,59 @@ class VulkanTexture:
             arr = pad
         if self._stored == 1:
             arr = arr[..., 0]
-        arr = np.ascontiguousarray(arr)
+        return np.ascontiguousarray(arr)
+
+    def upload(self, array: Any) -> None:
+        arr = self.stored(array)
         if self.layered:
             for i in range(arr.shape[0]):
                 self.sgl.copy_from_numpy(arr[i].copy(), layer=i)
             return
         self.sgl.copy_from_numpy(arr if arr.flags.writeable else arr.copy())
+
+    # -- copies through a staging buffer in a dispatch's own command buffer (not layered textures) --------
+
+    def _extent(self) -> tuple[int, int, int]:
+        """(width, height, depth) in texels."""
+        size = self.shape[:-1][::-1]
+        return size[0], size[1] if self.dims > 1 else 1, size[2] if self.dims > 2 else 1
+
+    def staging_layout(self) -> tuple[int, int]:
+        """(row pitch, size) in bytes of the texels in a buffer, as the device copies them."""
+        lay = self.sgl.get_subresource_layout(0)
+        return int(lay.row_pitch), int(lay.size_in_bytes)
+
+    def _rows(self, data: np.ndarray) -> np.ndarray:
+        """The (depth, height, row) byte view of staged bytes, each row cut to its texels."""
+        w, h, d = self._extent()
+        pitch, size = self.staging_layout()
+        return data[:size].reshape(d, -1)[:, : h * pitch].reshape(d, h, pitch)[:, :, : w * self._stored * self.dtype.itemsize]
+
+    def staged(self, array: Any) -> np.ndarray:
+        """`array`'s texels as bytes laid out for copy_in (rows padded to the device's pitch)."""
+        raw = self.stored(array).reshape(-1).view(np.uint8)
+        pitch, size = self.staging_layout()
+        if raw.nbytes == size:
+            return raw
+        out = np.zeros(size, np.uint8)
+        rows = self._rows(out)
+        rows[...] = raw.reshape(rows.shape)
+        return out
+
+    def unstaged(self, data: np.ndarray) -> np.ndarray:
+        """What `raw()` gives, from the bytes copy_out left in a buffer."""
+        rows = self._rows(data.reshape(-1).view(np.uint8))
+        return np.ascontiguousarray(rows).view(self.dtype).reshape((*self.shape[:-1], self._stored))
+
+    def copy_in(self, encoder: Any, stage: Any) -> None:
+        pitch, size = self.staging_layout()
+        spy = self.backend.spy
+        encoder.copy_buffer_to_texture(self.sgl, 0, 0, spy.uint3(0), stage, 0, size, pitch, spy.uint3(*self._extent()))
+
+    def copy_out(self, encoder: Any, stage: Any) -> None:
+        pitch, size = self.staging_layout()
+        spy = self.backend.spy
+        encoder.copy_texture_to_buffer(stage, 0, size, pitch, self.sgl, 0, 0, spy.uint3(0), spy.uint3(*self._extent()))
 
     def raw(self) -> np.ndarray:
         """The texels as sgl reads them back (every layer of an array texture, stacked)."""

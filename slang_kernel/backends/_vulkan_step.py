@@ -60,7 +60,7 @@ class VulkanStep:
 
         def slow(t: TypeInfo, v: Any, name: str) -> Any:
             obj = binder.value(t, v, name)
-            if binder.uploads or binder.clears or binder.writeback:
+            if binder.copies_in or binder.clears or binder.writeback:
                 raise ParameterError(
                     f"Step: {entry}'s parameter `{name}` is host data, which a replayed step would have to upload "
                     "and read back at every launch: pass backend.buffer(...) / backend.texture(...), used in place")
