@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the lent H200 machine (see ../shared/GPU.md): GPU tests and benchmarks in one go, logs in $OUT.
-# Carry .gpu (slangpy cp312 wheel contents + Vulkan loader debs). Usage: bash bench/gpu_run.sh [tests|textures|debugging|cpu|bench|workloads|paired|dask|all]
+# Carry .gpu (slangpy cp312 wheel contents + Vulkan loader debs). Usage: bash bench/gpu_run.sh [tests|textures|debugging|cpu|bench|check|workloads|paired|dask|all]
 # textures: the texture/half/ParameterBlock conformance cases and test_cuda.py (issue 15), with where cuda_fp16.h is.
 # debugging: the thread debugger, cross-backend compare and profile tests on cuda, vulkan and cpu (issue 17).
 # cpu: the CPU vector path on this machine's cores (issue 16): bench_cpu_simd.py and the CPU vector-path tests.
@@ -42,6 +42,14 @@ fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
   python3 bench/bench_cuda.py 2>&1 | tee "$OUT/bench_cuda.log"
   python3 bench/bench_vulkan.py 2>&1 | tee "$OUT/bench_vulkan.log"
+fi
+if [ "$what" = check ]; then   # the GPU tests of a merged head, then the launch and readback benches
+  PLAYGROUND_REFERENCE=$PWD/.gpu/pg_ref.npz timeout 420 python3 -m pytest -p no:cacheprovider -ra -q \
+    tests/test_cuda.py tests/test_steps.py tests/test_finite.py tests/test_checked.py tests/test_vulkan.py \
+    tests/test_conformance.py tests/test_conformance_textures.py tests/test_bad_input.py tests/test_playground_demos.py \
+    --backends cuda,vulkan 2>&1 | tee "$OUT/check_gpu.log" | tail -30
+  python3 bench/bench_cuda.py 2>&1 | tee "$OUT/bench_cuda.log"
+  python3 bench/bench_vulkan.py --repeat 20 2>&1 | tee "$OUT/bench_vulkan.log"
 fi
 if [ "$what" = workloads ]; then   # issue 29: launch paths, then both training workloads against slangpy
   python3 bench/bench_cuda.py 2>&1 | tee "$OUT/bench_cuda.log"
