@@ -82,6 +82,15 @@ def session(backend_name: str, cache_dir: str) -> Iterator[sk.Session]:
     yield _backend_session(backend_name, cache_dir)
 
 
+@pytest.fixture(scope="module")
+def vulkan_session(open_session: Callable[..., sk.Session]) -> Iterator[sk.Session]:
+    """A Vulkan session of the test module's own (its cells are not another module's), skipped like
+    `session`."""
+    s = open_session("vulkan")
+    yield s
+    s.close()
+
+
 @pytest.fixture()
 def cpu_session(cache_dir: str) -> Iterator[sk.Session]:
     s = sk.Session(backend="cpu", cache_dir=cache_dir)

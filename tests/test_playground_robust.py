@@ -6,6 +6,7 @@ dropped or kept inside the buffer), as it does on the wgpu reference."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pytest
@@ -50,17 +51,19 @@ def test_indices_are_rewritten_only_for_top_level_arrays() -> None:
     assert clamp_array_indices("void f() {}") == "void f() {}"
 
 
-@pytest.mark.parametrize("backend", ["cpu", pytest.param("vulkan", marks=pytest.mark.vulkan),
-                                     pytest.param("cuda", marks=pytest.mark.cuda)])
-def test_out_of_range_array_indices_clamp_as_in_webgpu(backend: str, cache_dir: str) -> None:
-    try:
-        s = sk.Session(backend=backend, cache_dir=cache_dir)
-    except sk.BackendUnavailable as exc:
-        pytest.skip(f"{backend} unavailable: {exc}")
-    with s:
-        s.run_cell(OVERFLOW, name="overflow")
-        p = PlaygroundProgram(s, "overflow")
-        assert p.frame().read("result").tolist()[:6] == [10, 11, 12, 17, 17, 99]
+def _frame(open_session: Callable[..., sk.Session], backend: str, source: str,
+           *buffers: str) -> list[list[int]]:
+    """One frame of the Playground program `source` on `backend`: the named buffers, read back."""
+    with open_session(backend) as s:
+        s.run_cell(source, name="robust")
+        p = PlaygroundProgram(s, "robust").frame()
+        return [p.read(b).tolist() for b in buffers]
+
+
+def test_out_of_range_array_indices_clamp_as_in_webgpu(backend_name: str,
+                                                       open_session: Callable[..., sk.Session]) -> None:
+    (result,) = _frame(open_session, backend_name, OVERFLOW, "result")
+    assert result[:6] == [10, 11, 12, 17, 17, 99]
 
 
 OUT_OF_RANGE_BUFFER = r'''
@@ -95,21 +98,13 @@ def _webgpu_allows(a: list[int], b: list[int]) -> bool:
             and all(v in (0, *a, 10, 11, 12, 13, 55, 66) for v in b[:2]))
 
 
-@pytest.mark.parametrize("backend", ["cpu", pytest.param("vulkan", marks=pytest.mark.vulkan),
-                                     pytest.param("cuda", marks=pytest.mark.cuda)])
-def test_out_of_range_buffer_accesses_do_what_webgpu_allows(backend: str, cache_dir: str) -> None:
+def test_out_of_range_buffer_accesses_do_what_webgpu_allows(backend_name: str,
+                                                            open_session: Callable[..., sk.Session]) -> None:
     """Buffers are not rewritten (docs/playground.md): Vulkan relies on robustBufferAccess, which sgl
     (slang-rhi) enables with every core feature the device has, and every Vulkan device has it; the CPU
     backend's scratch redirection drops the write and reads zero; CUDA clamps (SLANG_BOUND_CHECK)."""
-    try:
-        s = sk.Session(backend=backend, cache_dir=cache_dir)
-    except sk.BackendUnavailable as exc:
-        pytest.skip(f"{backend} unavailable: {exc}")
-    with s:
-        s.run_cell(OUT_OF_RANGE_BUFFER, name="oob")
-        p = PlaygroundProgram(s, "oob").frame()
-        a, b = p.read("a").tolist(), p.read("b").tolist()
-    print(f"\n{backend}: a = {a}, b = {b}")
+    a, b = _frame(open_session, backend_name, OUT_OF_RANGE_BUFFER, "a", "b")
+    print(f"\n{backend_name}: a = {a}, b = {b}")
     assert _webgpu_allows(a, b), (a, b)
 
 

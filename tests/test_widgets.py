@@ -439,10 +439,10 @@ def test_live_kernel_keeps_the_last_good_revision_when_parameters_change(cpu_ses
 
 
 @pytest.mark.vulkan
-def test_playground_view_follows_edits_inputs_and_errors() -> None:
-    from tests.test_playground import GREEN, LIVE, RED, _vulkan_session
+def test_playground_view_follows_edits_inputs_and_errors(open_session) -> None:
+    from tests.test_playground_reload import GREEN, LIVE, RED
 
-    vk = _vulkan_session()
+    vk = open_session("vulkan")
     try:
         vk.run_cell(LIVE.replace("COLOR", RED), name="pgview")
         prog = W.show_cell(vk, "pgview", display=lambda _: None)
@@ -474,10 +474,10 @@ def test_playground_view_follows_edits_inputs_and_errors() -> None:
 
 
 @pytest.mark.vulkan
-def test_rerunning_a_playground_cell_continues_its_program() -> None:
-    from tests.test_playground import GREEN, LIVE, RED, _vulkan_session
+def test_rerunning_a_playground_cell_continues_its_program(open_session) -> None:
+    from tests.test_playground_reload import GREEN, LIVE, RED
 
-    vk = _vulkan_session()
+    vk = open_session("vulkan")
     shown: list = []
     try:
         vk.run_cell(LIVE.replace("COLOR", RED), name="again")
