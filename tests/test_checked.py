@@ -1,7 +1,9 @@
 """Session(checked=True) on every backend (`--backends`): the same out-of-range kernels give the same
 BoundsError (kernel, parameter, index, size; the same text), out-of-range writes are dropped and reads
 give 0, in-range results are written back. CPU and CUDA check through the bound-check hooks of their
-preludes, Vulkan through an instrumented variant of the kernel's cell (backends/_bounds_slang.py)."""
+preludes, Vulkan through an instrumented variant of the kernel's cell (backends/_bounds_slang.py). The CPU
+backend checks alike in its worker process and in-process (isolate=False); unchecked, it drops
+out-of-range accesses and warns."""
 
 from __future__ import annotations
 
@@ -217,3 +219,85 @@ def test_profile_and_debug_in_a_checked_session(checked: sk.Session) -> None:
     assert float(k.debug((5, 0, 0), threads=64, dst=dst, shift=0).values["x"]) == 5.0
     with pytest.raises(sk.BoundsError, match="`dst`"):   # the debug build is checked as well
         k.debug((5, 0, 0), threads=64, dst=dst, shift=1)
+
+
+# -- the CPU backend, in its worker process and in-process ------------------------------------------
+
+LOCAL = """
+[shader("compute")][numthreads(1, 1, 1)]
+void oob_local(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> dst, uniform uint i)
+{ float a[4] = { 1, 2, 3, 4 }; a[i] = 9; dst[0] = a[i % 4] + a[0]; }
+"""
+
+
+@pytest.fixture(scope="module", params=[True, False], ids=["worker", "in-process"])
+def checked_cpu(request: pytest.FixtureRequest,
+                open_session: Callable[..., sk.Session]) -> Iterator[sk.Session]:
+    """A checked CPU session, isolated (kernels in the worker) and not: both check alike, local arrays too."""
+    s = open_session("cpu", checked=True, isolate=request.param)
+    s.run_cell(OOB, name="oob")
+    s.run_cell(LOCAL, name="local")
+    yield s
+    s.close()
+
+
+def test_bounds_error_names_kernel_buffer_and_index(checked_cpu: sk.Session) -> None:
+    dst = np.zeros(64, np.float32)
+    src = np.arange(64, dtype=np.float32)
+    with pytest.raises(sk.BoundsError) as info:
+        checked_cpu.kernel("oob_write")(threads=64, dst=dst, src=src, shift=10)
+    e = info.value
+    assert (e.kernel, e.buffer, e.size, e.count) == ("oob_write", "dst", 64, 10)
+    assert 64 <= e.index < 74
+    assert "oob_write" in str(e) and "`dst`" in str(e) and "64 elements" in str(e)
+    np.testing.assert_array_equal(dst[10:], src[:54])   # in-range writes happened
+    assert (dst[:10] == 0).all()
+
+
+def test_bounds_error_on_a_read(checked_cpu: sk.Session) -> None:
+    dst = np.zeros(64, np.float32)
+    src = np.arange(64, dtype=np.float32)
+    with pytest.raises(sk.BoundsError, match=r"oob_read: 3 out-of-range.* of `src` \(64 elements\)") as info:
+        checked_cpu.kernel("oob_read")(threads=64, dst=dst, src=src, shift=3)
+    assert info.value.buffer == "src"
+    np.testing.assert_array_equal(dst, np.r_[np.arange(3, 64), [0, 0, 0]] + 1)  # reads past the end gave 0
+
+
+def test_bounds_error_byte_address_and_nested(checked_cpu: sk.Session) -> None:
+    raw = np.zeros(16, np.uint32)
+    with pytest.raises(sk.BoundsError) as info:
+        checked_cpu.kernel("oob_bytes")(threads=64, raw=raw, shift=0)
+    assert info.value.buffer == "raw" and info.value.count == 48
+    np.testing.assert_array_equal(raw, np.arange(1, 17))
+    inner = np.zeros(32, np.float32)
+    with pytest.raises(sk.BoundsError) as info:
+        checked_cpu.kernel("oob_nested")(threads=64, h={"inner": inner, "k": 5.0}, shift=0)
+    assert info.value.buffer == "h.inner" and info.value.size == 32
+    assert (inner == 5).all()
+
+
+def test_bounds_error_local_array(checked_cpu: sk.Session) -> None:
+    dst = np.zeros(1, np.float32)
+    checked_cpu.kernel("oob_local")(threads=1, dst=dst, i=2)
+    assert dst[0] == 10
+    with pytest.raises(sk.BoundsError, match="a local array"):
+        checked_cpu.kernel("oob_local")(threads=1, dst=dst, i=1000)
+
+
+def test_in_range_kernels_pass_checked(checked_cpu: sk.Session) -> None:
+    dst = np.zeros(64, np.float32)
+    checked_cpu.kernel("oob_write")(threads=64, dst=dst, src=np.ones(64, np.float32), shift=0)
+    assert (dst == 1).all()
+
+
+def test_unchecked_drops_out_of_range_and_warns(cpu_session: sk.Session) -> None:
+    s = cpu_session
+    s.run_cell(OOB, name="oob")
+    dst = np.zeros(64, np.float32)
+    canary = np.full(1 << 16, 7, np.float32)
+    with pytest.warns(sk.OutOfRangeWarning, match=r"oob_write: 64 out-of-range access\(es\).*`dst`"):
+        s.kernel("oob_write")(threads=64, dst=dst, src=np.arange(64, dtype=np.float32), shift=1 << 20)
+    raw = np.zeros(4, np.uint32)
+    with pytest.warns(sk.OutOfRangeWarning, match="oob_bytes"):
+        s.kernel("oob_bytes")(threads=64, raw=raw, shift=1 << 20)
+    assert (dst == 0).all() and (raw == 0).all() and (canary == 7).all()
