@@ -302,6 +302,35 @@ def wait_js(page, predicate: str, loc, timeout: int = 60_000) -> None:
     page.wait_for_function(predicate, arg=loc.element_handle(), timeout=timeout)
 
 
+def drawn_view(page, where, frames: int = 0):
+    """The live view (`.sk-img`) in `where` (a cell or its output area), once it has drawn more than
+    `frames` frames."""
+    view = where.locator(".sk-img")
+    view.wait_for(timeout=60_000)
+    wait_js(page, f"(e) => Number(e.dataset.frames) > {frames}", view)
+    return view
+
+
+# a cell's prompt shows it queued ([*]) or run ([n])
+QUEUED_OR_RUN = "(c) => /\\[(\\d+|\\*)\\]/.test(c.querySelector('.jp-InputPrompt').textContent)"
+
+
+def run_when_connected(page, cell, deadline_s: float = 90) -> None:
+    """Shift+Enter in `cell` until its prompt shows it queued or run. Notebook 7 says nowhere when the
+    kernel is connected, and a Shift+Enter before that runs nothing, so the cell is sent again."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    deadline = time.monotonic() + deadline_s
+    while True:
+        cell.locator(".jp-InputArea-editor").click()
+        page.keyboard.press("Shift+Enter")
+        try:
+            page.wait_for_function(QUEUED_OR_RUN, arg=cell.element_handle(), timeout=5_000)
+            return
+        except PlaywrightTimeout:
+            assert time.monotonic() < deadline, "the cell never ran: no kernel connected"
+
+
 def pause(page, view) -> None:
     """Click a live view's pause and wait for the view that replaces it: pausing refreshes the saved
     PNG by re-displaying the widget, and the old view (detached, never disposed of) stops."""
@@ -329,11 +358,13 @@ class LabTools:
     SLANG_KERNELSPEC = SLANG_KERNELSPEC
     dismiss_toasts = staticmethod(dismiss_toasts)
     drag_slider = staticmethod(drag_slider)
+    drawn_view = staticmethod(drawn_view)
     wait_js = staticmethod(wait_js)
     pause = staticmethod(pause)
     run_all_cells = staticmethod(run_all_cells)
     run_all_menu = staticmethod(run_all_menu)
     run_cell = staticmethod(run_cell)
+    run_when_connected = staticmethod(run_when_connected)
     set_cell_text = staticmethod(set_cell_text)
 
     def __init__(self, root: pathlib.Path) -> None:

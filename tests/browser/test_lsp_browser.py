@@ -30,7 +30,6 @@ PYTHON_CELLS = [
     "%%slang\nfloat g(float y) { return sq(y) + nope; }",
 ]
 
-QUEUED_OR_RUN = "(c) => /\\[(\\d+|\\*)\\]/.test(c.querySelector('.jp-InputPrompt').textContent)"
 ERRORS = "(c) => [...c.querySelectorAll('.cm-lintRange-error')].map((e) => e.textContent)"
 
 
@@ -168,16 +167,7 @@ def test_shift_tab_in_notebook7_is_answered_by_the_server(notebook7: str, lab_to
         page.goto(notebook7)
         page.wait_for_selector(".jp-Notebook", timeout=60_000)
         cells = page.locator(".jp-Notebook .jp-Cell")
-        # Notebook 7 says nowhere when the kernel is connected: Shift+Enter until the cell is queued
-        deadline = time.monotonic() + 90
-        while True:
-            cells.nth(0).locator(".jp-InputArea-editor").click()
-            page.keyboard.press("Shift+Enter")
-            try:
-                page.wait_for_function(QUEUED_OR_RUN, arg=cells.nth(0).element_handle(), timeout=5_000)
-                break
-            except PlaywrightTimeout:
-                assert time.monotonic() < deadline, "the first cell never ran"
+        lab_tools.run_when_connected(page, cells.nth(0))
         page.wait_for_function("(c) => /\\[\\d+\\]/.test(c.querySelector('.jp-InputPrompt').textContent)",
                                arg=cells.nth(0).element_handle(), timeout=90_000)
         editor = cells.nth(1).locator(".jp-InputArea-editor")

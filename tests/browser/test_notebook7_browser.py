@@ -15,7 +15,6 @@ Screenshots go to artifacts/ (slang_magic_highlighting_lab.png is the %%slang ce
 
 from __future__ import annotations
 
-import time
 from contextlib import ExitStack
 
 import pytest
@@ -79,26 +78,13 @@ LINE_COLORS = """(cell) => [...cell.querySelectorAll('.cm-line')].map((line) => 
 KERNEL_IDLE = ".jp-Notebook-ExecutionIndicator[data-status=idle]"
 
 
-def run_cells(page, n: int, timeout: int = 90_000) -> None:
-    """Run the notebook's first `n` cells one by one (Shift+Enter), waiting for each. Notebook 7 has
-    no status bar saying when the kernel is connected, and a Shift+Enter before that runs nothing:
-    the first cell is sent again until its prompt shows it queued or run."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
+def run_cells(page, lab_tools, n: int, timeout: int = 90_000) -> None:
+    """Run the notebook's first `n` cells one by one (Shift+Enter), waiting for each; the first is sent
+    until the kernel takes it (Notebook 7 has no status bar saying when it is connected)."""
     page.wait_for_selector(".jp-Notebook", timeout=60_000)
     page.wait_for_selector(KERNEL_IDLE, timeout=60_000)
     cells = page.locator(".jp-Notebook .jp-Cell")
-    prompt = "(c) => /\\[(\\d+|\\*)\\]/.test(c.querySelector('.jp-InputPrompt').textContent)"
-    deadline = time.time() + 60
-    while True:
-        cells.nth(0).locator(".jp-InputArea-editor").click()
-        page.keyboard.press("Shift+Enter")
-        try:
-            page.wait_for_function(prompt, arg=cells.nth(0).element_handle(), timeout=5_000)
-            break
-        except PlaywrightTimeout:
-            if time.time() > deadline:
-                raise
+    lab_tools.run_when_connected(page, cells.nth(0))
     for i in range(n):
         if i:
             cells.nth(i).locator(".jp-InputArea-editor").click()
@@ -166,7 +152,7 @@ def notebook7(tmp_path_factory: pytest.TempPathFactory, lab_tools):
 def test_slang_kernel_in_notebook7(notebook7: dict[str, str], lab_tools) -> None:
     with lab_tools.chromium_page("notebook7_slang_kernel_failure.png", 1200, 800) as page:
         page.goto(notebook7["slang.ipynb"])
-        run_cells(page, 2)
+        run_cells(page, lab_tools, 2)
         cells = page.locator(".jp-Notebook .jp-Cell")
         assert "scale" in cells.nth(0).locator(".jp-OutputArea").text_content()  # the kernel's summary
         bv = cells.nth(1).locator(".sk-buf")
@@ -185,7 +171,7 @@ def test_slang_magic_and_every_widget_in_notebook7(notebook7: dict[str, str], la
     CANVAS_STATS, wait_js = lab_tools.CANVAS_STATS, lab_tools.wait_js
     with lab_tools.chromium_page("notebook7_widgets_failure.png", 1200, 900) as page:
         page.goto(notebook7["widgets.ipynb"])
-        run_cells(page, len(WIDGET_CELLS))
+        run_cells(page, lab_tools, len(WIDGET_CELLS))
         cells = page.locator(".jp-Notebook .jp-Cell")
         def out(i: int):
             return cells.nth(i).locator(".jp-OutputArea")
@@ -196,9 +182,7 @@ def test_slang_magic_and_every_widget_in_notebook7(notebook7: dict[str, str], la
         assert "bump" in out(3).text_content()
 
         # ImageView draws
-        iv = out(4).locator(".sk-img")
-        iv.wait_for(timeout=60_000)
-        wait_js(page, "(e) => Number(e.dataset.frames) > 0", iv)
+        iv = lab_tools.drawn_view(page, out(4))
         stats = iv.locator("canvas").evaluate(CANVAS_STATS)
         assert stats["nonbg"] > 1000 and stats["colors"] > 10, stats
 

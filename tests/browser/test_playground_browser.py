@@ -57,10 +57,8 @@ def test_playground_cell_in_jupyterlab(lab, lab_tools) -> None:
         lab_tools.run_all_cells(page, 3, timeout=120_000)
         cells = page.locator(".jp-Notebook .jp-Cell")
 
-        pg = cells.nth(1).locator(".sk-img")
-        pg.wait_for(timeout=60_000)
+        pg = lab_tools.drawn_view(page, cells.nth(1), frames=3)          # TIME plays: it animates
         canvas = pg.locator("canvas")
-        wait_js(page, "(e) => Number(e.dataset.frames) > 3", pg)          # TIME plays: it animates
         a1 = canvas.evaluate(CANVAS_STATS)
         page.wait_for_timeout(500)
         a2 = canvas.evaluate(CANVAS_STATS)
@@ -86,9 +84,7 @@ def test_playground_cell_in_jupyterlab(lab, lab_tools) -> None:
         pg.screenshot(path=str(ARTIFACTS / "playground_cell.png"))
 
         # live kernel on the CPU backend: frames per second drawn in the page
-        lv = cells.nth(2).locator(".sk-img")
-        lv.wait_for(timeout=60_000)
-        wait_js(page, "(e) => Number(e.dataset.frames) > 0", lv)
+        lv = lab_tools.drawn_view(page, cells.nth(2))
         lv.scroll_into_view_if_needed()
         lv.locator(".sk-play").click()
         loop = lv.evaluate(FPS_JS)
@@ -179,15 +175,13 @@ def _keeps_playing_through_a_typo(page, lab_tools, cell, shot: str) -> None:
 def test_playground_demos_draw_as_in_the_playground(demos_lab, lab_tools) -> None:
     import numpy as np
 
-    ARTIFACTS, wait_js = lab_tools.ARTIFACTS, lab_tools.wait_js
+    ARTIFACTS = lab_tools.ARTIFACTS
     with lab_tools.chromium_page("playground_demos_failure.png") as page:
         page.goto(demos_lab)
         lab_tools.run_all_cells(page, 3, timeout=180_000)
         cells = page.locator(".jp-Notebook .jp-Cell")
 
-        circle = cells.nth(1).locator(".sk-img")
-        circle.wait_for(timeout=60_000)
-        wait_js(page, "(e) => Number(e.dataset.frames) > 2", circle)
+        circle = lab_tools.drawn_view(page, cells.nth(1), frames=2)
         lab_tools.dismiss_toasts(page)
         circle.scroll_into_view_if_needed()
         img = _image_of(circle.locator("canvas").screenshot())
@@ -201,9 +195,7 @@ def test_playground_demos_draw_as_in_the_playground(demos_lab, lab_tools) -> Non
         assert max(sides) < 2 * min(sides), sides
         circle.screenshot(path=str(ARTIFACTS / "playground_circle.png"))
 
-        volume = cells.nth(2).locator(".sk-img")
-        volume.wait_for(timeout=60_000)
-        wait_js(page, "(e) => Number(e.dataset.frames) > 2", volume)
+        volume = lab_tools.drawn_view(page, cells.nth(2), frames=2)
         volume.scroll_into_view_if_needed()
         shots = []   # the slice moves through the volume: some moments are nearly uniform, so look at several
         for _ in range(5):
@@ -224,6 +216,5 @@ def test_failed_edit_keeps_the_view_in_the_slang_kernel(tmp_path_factory: pytest
         page.goto(url)
         lab_tools.run_all_cells(page, 2, timeout=180_000)
         cell = page.locator(".jp-Notebook .jp-Cell").nth(1)
-        cell.locator(".sk-img").wait_for(timeout=60_000)
-        lab_tools.wait_js(page, "(e) => Number(e.dataset.frames) > 2", cell.locator(".sk-img"))
+        lab_tools.drawn_view(page, cell, frames=2)
         _keeps_playing_through_a_typo(page, lab_tools, cell, "playground_failed_edit_kernel.png")
