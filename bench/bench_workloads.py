@@ -36,6 +36,10 @@ The port of the splatting sample to slangpy 0.43.1 (the shader's math is unchang
   backward derivative, and with it every gradient is 0 (the sample learns nothing; checked here).
 - main.py: `spy.Tensor.from_numpy(...).with_grads()` and `Tensor.empty(...).with_grads()` as before;
   the random initial blobs come from a seeded generator (np.random.default_rng(0)).
+The splat peer runs twice: as ported, and with `[PreferRecompute]` on `Gaussian2D.load` and `eval`
+(a text rewrite at load, the math unchanged): the attribute notebooks/10 carries, so that the engines
+also compare on the same shader; without it NVIDIA's Vulkan driver refuses the backward pipeline
+(-13), as it refused ours.
 The neural peer restates the experiment's components (see the .slang file's header); one more change
 there: slangpy 0.43.1 lists a vector index's dimensions last first, so `weights[row, col]` is written
 `weights[uint2(col, row)]`.
