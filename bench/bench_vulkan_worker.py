@@ -11,9 +11,7 @@ Prints microseconds per call and ratios (worker / peer).
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -21,34 +19,25 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import slang_kernel as sk  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-TINY = """
-[shader("compute")][numthreads(64, 1, 1)]
-void add_k(uint3 tid: SV_DispatchThreadID, uniform StructuredBuffer<float> a, uniform StructuredBuffer<float> b,
-           uniform RWStructuredBuffer<float> c, uniform uint n) {
-    if (tid.x < n) c[tid.x] = a[tid.x] + b[tid.x];
-}
+import slang_kernel as sk  # noqa: E402
+from _timing import median_ms  # noqa: E402
+from bench_vulkan import TINY as TINY_ADD, TINY_FN  # noqa: E402
+
+TINY = TINY_ADD + """
 [shader("compute")][numthreads(256, 1, 1)]
 void saxpy_k(uint3 tid: SV_DispatchThreadID, uniform RWStructuredBuffer<float> y, uniform StructuredBuffer<float> x,
              uniform float a, uniform uint n) {
     if (tid.x < n) y[tid.x] = a * x[tid.x] + y[tid.x];
 }
 """
-TINY_FN = "float add(float a, float b) { return a + b; }"
 N_SAXPY = 1 << 22
 
 
 def bench(fn: Callable[[], Any], repeat: int, warm: int = 3) -> float:
     """Median microseconds per call."""
-    for _ in range(warm):
-        fn()
-    ts = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts) * 1e6
+    return median_ms(fn, repeat, warm) * 1e3
 
 
 def main() -> None:

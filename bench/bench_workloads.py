@@ -36,6 +36,10 @@ The port of the splatting sample to slangpy 0.43.1 (the shader's math is unchang
   backward derivative, and with it every gradient is 0 (the sample learns nothing; checked here).
 - main.py: `spy.Tensor.from_numpy(...).with_grads()` and `Tensor.empty(...).with_grads()` as before;
   the random initial blobs come from a seeded generator (np.random.default_rng(0)).
+The splat peer runs twice: as ported, and with `[PreferRecompute]` on `Gaussian2D.load` and `eval`
+(a text rewrite at load, the math unchanged): the attribute notebooks/10 carries, so that the engines
+also compare on the same shader; without it NVIDIA's Vulkan driver refuses the backward pipeline
+(-13), as it refused ours.
 The neural peer restates the experiment's components (see the .slang file's header); one more change
 there: slangpy 0.43.1 lists a vector index's dimensions last first, so `weights[row, col]` is written
 `weights[uint2(col, row)]`.
@@ -144,44 +148,48 @@ def cells(notebook: str, per_pixel: bool) -> dict[str, str]:
     return out
 
 
-def ours_splat(device: str, size: int, blobs: int, warm: int, iters: int, isolate: bool,
-               per_pixel: bool = False) -> tuple[float, float, str]:
+def open_ours(device: str, isolate: bool, notebook: str, per_pixel: bool, **defines: int) -> Ours:
+    """A session with a notebook's Slang cells run in it (after its defines)."""
+    o = Ours(device, isolate)
+    for key, value in defines.items():
+        o.s.set_define(key, str(value))
+    for name, body in cells(notebook, per_pixel).items():
+        o.s.run_cell(body, name=name)
+    return o
+
+
+def fit(o: Ours, launches: list[tuple[Any, dict[str, Any]]], shared: dict[str, Any], warm: int, iters: int,
+        render: str, side: int) -> tuple[float, np.ndarray, str]:
+    """Iterations/s of a Step of `launches`, then the (side, side, 4) frame kernel `render` draws."""
     from slang_kernel.steps import Step
 
-    o = Ours(device, isolate)
-    s = o.s
-    s.set_define("ATOMIC_GRADS", "1")
-    s.set_define("BLOB_COUNT", str(blobs))
-    for name, body in cells("10_gaussian_fit.ipynb", per_pixel).items():
-        s.run_cell(body, name=name)
+    step = Step(launches, shared=shared)
+    its = rate(step, o.sync, warm, iters)
+    image = o.dev(np.zeros((side * side, 4), np.float32))
+    o.s.kernel(render)(threads=(side, side, 1), image=image, size=(side, side), **shared)
+    frame, mode = o.host(image).reshape(side, side, 4), step.mode
+    o.close()
+    return its, frame, mode
+
+
+def ours_splat(device: str, size: int, blobs: int, warm: int, iters: int, isolate: bool,
+               per_pixel: bool = False) -> tuple[float, float, str]:
+    o = open_ours(device, isolate, "10_gaussian_fit.ipynb", per_pixel, ATOMIC_GRADS=1, BLOB_COUNT=blobs)
     target = target_image(size)
     P = blobs * 9
     rng = np.random.default_rng(0)
     shared = dict(blobs=o.dev(rng.random(P, dtype=np.float32)), grads=o.dev(np.zeros(P, np.float32)))
     moments, tgt = o.dev(np.zeros(2 * P, np.float32)), o.dev(target.reshape(-1, 4))
-    image = o.dev(np.zeros((size * size, 4), np.float32))
-    k = s.kernel
-    step = Step([(k("splatTrain"), dict(threads=(size, size, 1), target=tgt, size=(size, size))),
-                 (k("adamUpdate"), dict(threads=P, moments=moments, count=P))], shared=shared)
-    its = rate(step, o.sync, warm, iters)
-    k("splatRender")(threads=(size, size, 1), image=image, size=(size, size), **shared)
-    frame = o.host(image).reshape(size, size, 4)
-    mode = step.mode
-    o.close()
+    k = o.s.kernel
+    its, frame, mode = fit(o, [(k("splatTrain"), dict(threads=(size, size, 1), target=tgt, size=(size, size))),
+                               (k("adamUpdate"), dict(threads=P, moments=moments, count=P))],
+                           shared, warm, iters, "splatRender", size)
     return its, splat_loss(frame, target), mode
 
 
 def ours_neural(device: str, res: int, batch: int, warm: int, iters: int, isolate: bool,
                 per_pixel: bool = False) -> tuple[float, float, str]:
-    from slang_kernel.steps import Step
-
-    o = Ours(device, isolate)
-    s = o.s
-    s.set_define("ATOMIC_GRADS", "1")
-    s.set_define("HIDDEN", "64")
-    s.set_define("SAMPLES_PER_THREAD", "1")
-    for name, body in cells("11_neural_texture.ipynb", per_pixel).items():
-        s.run_cell(body, name=name)
+    o = open_ours(device, isolate, "11_neural_texture.ipynb", per_pixel, ATOMIC_GRADS=1, HIDDEN=64, SAMPLES_PER_THREAD=1)
     target = target_image(res)
     rng = np.random.default_rng(0)
     layers = [(24, 64), (64, 64), (64, 64), (64, 3)]
@@ -189,16 +197,12 @@ def ours_neural(device: str, res: int, batch: int, warm: int, iters: int, isolat
     P = weights.size
     seeds = rng.integers(0, 2**32, batch, dtype=np.uint64).astype(np.uint32)
     shared = dict(params=o.dev(weights), grads=o.dev(np.zeros(P, np.float32)))
-    state, rs = o.dev(np.zeros((P, 4), np.float32)), o.dev(seeds)
-    tgt, image = o.dev(target.reshape(-1, 4)), o.dev(np.zeros((res * res, 4), np.float32))
-    k = s.kernel
-    step = Step([(k("trainTexture"), dict(threads=batch, rng=rs, target=tgt, size=(res, res), lossScale=1.0 / batch)),
-                 (k("adamStep"), dict(threads=P, state=state, learningRate=0.0005))], shared=shared)
-    its = rate(step, o.sync, warm, iters)
-    k("evalModel")(threads=(res, res, 1), image=image, size=(res, res), **shared)
-    frame = o.host(image).reshape(res, res, 4)
-    mode = step.mode
-    o.close()
+    state, rs, tgt = o.dev(np.zeros((P, 4), np.float32)), o.dev(seeds), o.dev(target.reshape(-1, 4))
+    k = o.s.kernel
+    its, frame, mode = fit(o, [(k("trainTexture"), dict(threads=batch, rng=rs, target=tgt, size=(res, res),
+                                                        lossScale=1.0 / batch)),
+                               (k("adamStep"), dict(threads=P, state=state, learningRate=0.0005))],
+                           shared, warm, iters, "evalModel", res)
     return its, neural_loss(frame, target), mode
 
 
