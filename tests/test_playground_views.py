@@ -1,14 +1,19 @@
-"""A playing Playground view stays in its cell through a failed edit (both front ends go through
-FrontEnd.run, whose failure path shows the cell's view again: widgets.keep_cell_view)."""
+"""Playground views (widgets/playground_view.py): a view follows its cell's edits, inputs and errors;
+a re-run cell continues its program; a playing view stays in its cell through a failed edit (both
+front ends go through FrontEnd.run, whose failure path shows the cell's view again:
+widgets.keep_cell_view)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from IPython.utils.capture import capture_output
 
+import slang_kernel.widgets as W
 from slang_kernel.compiler.diagnostics import SlangCompileError
 from slang_kernel.playground import PlaygroundProgram
+from tests.test_live_kernel import _frame
 
 GOOD = r'''%%slang
 import playground;
@@ -58,3 +63,69 @@ def test_failed_edit_keeps_the_playing_view_in_its_cell(ipython: Any, monkeypatc
         r = shell.run_cell(GOOD.replace("0.5 * sin", "0.25 * sin"), store_history=True, cell_id="pg")
     assert r.error_in_exec is None and prog.error is None
     assert _views(third.outputs)
+
+
+@pytest.mark.vulkan
+def test_playground_view_follows_edits_inputs_and_errors(open_session) -> None:
+    from tests.test_playground_reload import GREEN, LIVE, RED
+
+    vk = open_session("vulkan")
+    try:
+        vk.run_cell(LIVE.replace("COLOR", RED), name="pgview")
+        prog = W.show_cell(vk, "pgview", display=lambda _: None)
+        assert prog is not None
+        view = W.playground_view(prog)
+        image = view.image
+        assert isinstance(image, W.PlaygroundImage) and [c["name"] for c in image._controls] == ["gain", "time"]
+        assert tuple(_frame(image, 1, gain=1.0, time=10.0)[0, 0]) == (255, 0, 0, 255)
+
+        vk.run_cell(LIVE.replace("COLOR", GREEN), name="pgview")
+        assert tuple(_frame(image, 2, time=20.0)[0, 0]) == (0, 255, 0, 255)   # slider value kept
+
+        vk.run_cell(LIVE.replace("COLOR", "tint").replace(
+            "[playground::TIME]", "[playground::COLOR_PICK(0.0, 0.0, 1.0)]\nuniform float3 tint;\n[playground::TIME]"),
+            name="pgview")
+        assert tuple(_frame(image, 3, time=30.0)[0, 0]) == (0, 0, 255, 255)
+        assert [c["name"] for c in image._controls] == ["gain", "tint", "time"]   # the new input's control
+        assert image.values["gain"] == 1.0
+
+        with pytest.raises(Exception, match="did not compile"):
+            vk.run_cell(LIVE.replace("COLOR", "float3(1.0, 1.0, 0.0) oops"), name="pgview")
+        assert tuple(_frame(image, 4, time=40.0)[0, 0]) == (0, 0, 255, 255)
+        assert "oops" in image._frame_meta["error"] and prog.error == image._frame_meta["error"]
+        vk.run_cell(LIVE.replace("COLOR", "float3(1.0, 1.0, 0.0)"), name="pgview")
+        assert tuple(_frame(image, 5, time=50.0)[0, 0]) == (255, 255, 0, 255)
+        assert image._frame_meta["error"] is None and [c["name"] for c in image._controls] == ["gain", "time"]
+    finally:
+        vk.close()
+
+
+@pytest.mark.vulkan
+def test_rerunning_a_playground_cell_continues_its_program(open_session) -> None:
+    from tests.test_playground_reload import GREEN, LIVE, RED
+
+    vk = open_session("vulkan")
+    shown: list = []
+    try:
+        vk.run_cell(LIVE.replace("COLOR", RED), name="again")
+        first = W.show_cell(vk, "again", display=shown.append)
+        assert first is not None
+        first.frame(gain=0.25, time=5000.0)
+        vk.run_cell(LIVE.replace("COLOR", GREEN), name="again")   # the notebook cell re-run
+        second = W.show_cell(vk, "again", display=shown.append)
+        assert second is first and len(shown) == 2
+        assert shown[0].image.comm is None                         # the replaced output's widget is closed
+        assert shown[1].image.comm is not None
+        controls = shown[1].image.controls
+        assert controls["gain"].value == 0.25 and controls["time"].default > 0   # the slider and the clock go on
+        assert tuple(shown[1].image.image[0, 0]) == (0, 64, 0, 255)
+    finally:
+        vk.close()
+    import gc
+    import weakref
+
+    shown[1].close()   # an open view keeps its program (and session); closed, nothing here does
+    gone = weakref.ref(vk)
+    del vk, first, second, shown, controls
+    gc.collect()
+    assert gone() is None, "show_cell keeps the session alive"

@@ -1,6 +1,6 @@
 """Pixel helpers shared by the widgets: colormap tables, tone mapping in numpy, PNG encoding.
 
-The browser does the interactive tone mapping (``image_view.js``); :func:`tonemap` is the same
+The browser does the interactive tone mapping (``_image_pixels.js``); :func:`tonemap` is the same
 arithmetic in numpy, used for the static PNG fallback so both agree.
 """
 

@@ -1,4 +1,4 @@
-// GradientFlow front end (plain ESM; dagre inlined by widgets/ir_graph.py:esm_with_dagre).
+// GradientFlow front end (plain ESM; dagre and _dom.js inlined by widgets/_esm.py).
 // 1. A table per input: primal value, bwd_diff gradient, fwd_diff directional derivative, central
 //    finite differences, max |error|; mismatching inputs flagged red.
 // 2. The function's data-flow graph (instructions, def-use edges): inputs show value and gradient,

@@ -8,74 +8,11 @@
 // (a re-run cell with other inputs), the loop playing on. A frame's `error` (e.g. the cell's new
 // revision did not compile, this frame is from the last good one) shows as a banner over the image
 // until a frame without one arrives.
-
+// This module: the view, its frames and pointer; the parts are in _image_*.js.
 import { el } from "./_dom.js";
-const NAN_RGB = [255, 0, 255];
-
-function typedView(dv, Ctor) {
-  if (!dv) return new Ctor(0);
-  const off = dv.byteOffset, len = dv.byteLength;
-  if (off % Ctor.BYTES_PER_ELEMENT === 0) return new Ctor(dv.buffer, off, len / Ctor.BYTES_PER_ELEMENT);
-  return new Ctor(dv.buffer.slice(off, off + len));
-}
-
-function fmt(v) {
-  if (Number.isInteger(v)) return String(v);
-  if (!Number.isFinite(v)) return String(v);
-  const a = Math.abs(v);
-  return a !== 0 && (a < 1e-3 || a >= 1e5) ? v.toExponential(4) : String(Number(v.toPrecision(5)));
-}
-
-function hexToRgb(hex) {
-  const n = parseInt(hex.slice(1), 16);
-  return [((n >> 16) & 255) / 255, ((n >> 8) & 255) / 255, (n & 255) / 255];
-}
-function rgbToHex(rgb) {
-  return "#" + rgb.map((c) => Math.round(Math.min(1, Math.max(0, c)) * 255).toString(16).padStart(2, "0")).join("");
-}
-
-function tonemap(raw, meta, opts, out) {
-  // raw: Uint8Array | Float32Array (H*W*C); out: Uint8ClampedArray (H*W*4)
-  const n = meta.width * meta.height, c = meta.channels;
-  const isU8 = meta.dtype === "u1";
-  if (isU8 && c === 4 && opts.exposure === 0 && !opts.srgb) { out.set(raw); return; } // RGBA8 as is
-  const k = Math.pow(2, opts.exposure) / (isU8 ? 255 : 1);
-  const srgb = opts.srgb;
-  if (c === 1) {
-    const lut = opts.lut;
-    const lo = isU8 ? 0 : opts.lo, span = isU8 ? 1 : (opts.hi - opts.lo) || 1;
-    for (let i = 0; i < n; i++) {
-      const v = raw[i] * k;
-      const o = i * 4;
-      if (v !== v) { out[o] = NAN_RGB[0]; out[o + 1] = NAN_RGB[1]; out[o + 2] = NAN_RGB[2]; out[o + 3] = 255; continue; }
-      let tt = (v - lo) / span;
-      tt = tt < 0 ? 0 : tt > 1 ? 1 : tt;
-      const j = ((tt * 255 + 0.5) | 0) * 3;
-      out[o] = lut[j]; out[o + 1] = lut[j + 1]; out[o + 2] = lut[j + 2]; out[o + 3] = 255;
-    }
-    return;
-  }
-  const m = Math.min(c, 3);
-  for (let i = 0; i < n; i++) {
-    const s = i * c, o = i * 4;
-    let nan = false;
-    for (let ch = 0; ch < 3; ch++) {
-      let v = ch < m ? raw[s + ch] * k : 0;
-      if (v !== v) { nan = true; v = 0; }
-      v = v < 0 ? 0 : v > 1 ? 1 : v;
-      if (srgb) v = v <= 0.0031308 ? v * 12.92 : 1.055 * Math.pow(v, 1 / 2.4) - 0.055;
-      out[o + ch] = (v * 255 + 0.5) | 0;
-    }
-    let a = 255;
-    if (c === 4) {
-      let v = raw[s + 3] * (isU8 ? 1 / 255 : 1);
-      v = v !== v ? 1 : v < 0 ? 0 : v > 1 ? 1 : v;
-      a = (v * 255 + 0.5) | 0;
-    }
-    out[o + 3] = a;
-    if (nan) { out[o] = NAN_RGB[0]; out[o + 1] = NAN_RGB[1]; out[o + 2] = NAN_RGB[2]; out[o + 3] = 255; }
-  }
-}
+import { liveControls } from "./_image_controls.js";
+import { fmt, tonemap, typedView } from "./_image_pixels.js";
+import { FrameStream } from "./_image_stream.js";
 
 function render({ model, el: host }) {
   const root = el("div", "sk-img", host);
@@ -114,6 +51,8 @@ function render({ model, el: host }) {
   const hover = el("span", "sk-img-hover", status, "\u00a0");
   const fpsLbl = el("span", "sk-img-fps", status);
   const errBox = el("div", "sk-img-error", root);
+  const stream = new FrameStream(model);
+  const controls = liveControls(ctrlBox, root, model, stream);
 
   const off = document.createElement("canvas");
   const offCtx = off.getContext("2d");
@@ -173,15 +112,16 @@ function render({ model, el: host }) {
   // Frames are shown in arrival order. A JPEG frame (dtype "jpeg": a live loop's preview of an opaque
   // RGB(A) u1 frame) is decoded off the main thread and, with neutral tone settings, drawn as is: no
   // pixel readback or tone-map pass per frame (hover or a tone change reads the pixels back once).
-  let chain = Promise.resolve(), lastLossy = false;
+  let chain = Promise.resolve();
+  const drawnTimes = [];
   function loadFrame(first = false) {
     const t0 = performance.now();
     const m = model.get("_frame_meta"), dv = model.get("_frame");
     chain = chain.then(async () => {
       if (!m || !m.width) { meta = null; return; }
       const t1 = performance.now();
-      const sent = settle(m);  // NaN unless the frame answers this view's own request
-      if (m.render_ms != null) renderMs = m.render_ms;
+      const sent = stream.settle(m);  // NaN unless the frame answers this view's own request
+      if (m.render_ms != null) stream.renderMs = m.render_ms;
       let sizeChanged;
       if (m.dtype === "jpeg") {
         let bmp;
@@ -191,13 +131,13 @@ function render({ model, el: host }) {
         meta = { ...m, dtype: "u1", channels: 4, preview: true, srcChannels: m.toned ? m.channels : 4 }; raw = null;
         // the view that asked for it fetches the exact pixels once the loop rests; so does a view that
         // starts on a preview (re-created by a pause's snapshot, perhaps before that exchange)
-        lastLossy = sent === sent || first;
+        stream.lastLossy = sent === sent || first;
         sizeChanged = sizeOff(m.width, m.height);
         offCtx.drawImage(bmp, 0, 0);
         bmp.close();
         if (identityTone() || m.toned) draw(); else retone();
       } else {
-        meta = m; raw = m.dtype === "u1" ? typedView(dv, Uint8Array) : typedView(dv, Float32Array); lastLossy = false;
+        meta = m; raw = m.dtype === "u1" ? typedView(dv, Uint8Array) : typedView(dv, Float32Array); stream.lastLossy = false;
         sizeChanged = off.width !== m.width || off.height !== m.height;
         retone();
       }
@@ -253,16 +193,15 @@ function render({ model, el: host }) {
   }, { passive: false });
 
   // KEY inputs: 1 while the key is held with the image focused (click it first); the notebook's own
-  // shortcuts do not see those keys meanwhile. The controls of each kind are set by buildControls.
-  let specs = [], timeCtl, frameCtl, keyCtls = [], mouseCtl;
+  // shortcuts do not see those keys meanwhile.
   const onKey = (down) => (ev) => {
-    const hit = keyCtls.filter((c) => c.code === ev.code);
+    const hit = controls.keyCtls.filter((c) => c.code === ev.code);
     if (!hit.length) return;
     ev.preventDefault(); ev.stopPropagation();
     if (ev.repeat) return;
     const v = {};
     for (const c of hit) v[c.name] = down ? 1 : 0;
-    want(v);
+    stream.want(v);
   };
   root.addEventListener("keydown", onKey(true));
   root.addEventListener("keyup", onKey(false));
@@ -270,12 +209,12 @@ function render({ model, el: host }) {
   canvas.addEventListener("pointerdown", (ev) => {
     canvas.setPointerCapture(ev.pointerId);
     // with a Mouse control, plain drags drive it; Shift pans and Alt+click picks a pixel to debug
-    if (mouseCtl && !ev.shiftKey && !(ev.altKey && model.get("pixel_debug")) && ev.button === 0) {
+    if (controls.mouseCtl && !ev.shiftKey && !(ev.altKey && model.get("pixel_debug")) && ev.button === 0) {
       const p = toImage(ev);
       // RenderCanvas.vue: (x, y, downX * (isDown ? -1 : 1), downY * (clickedSinceRun ? -1 : 1))
       mouse = [p.x, p.y, -p.x, -p.y];
       drag = { mode: "mouse" };
-      want({ [mouseCtl.name]: mouse.slice() });
+      stream.want({ [controls.mouseCtl.name]: mouse.slice() });
       return;
     }
     drag = { mode: "pan", cx: ev.clientX, cy: ev.clientY, vx: view.x, vy: view.y, moved: false, ev };
@@ -286,7 +225,7 @@ function render({ model, el: host }) {
     if (drag.mode === "mouse") {
       const p = toImage(ev);
       mouse = [p.x, p.y, mouse[2], mouse[3]];
-      want({ [mouseCtl.name]: mouse.slice() });
+      stream.want({ [controls.mouseCtl.name]: mouse.slice() });
       return;
     }
     if (Math.abs(ev.clientX - drag.cx) + Math.abs(ev.clientY - drag.cy) > 3) drag.moved = true;
@@ -310,7 +249,7 @@ function render({ model, el: host }) {
     if (drag && drag.mode === "pan" && !drag.moved && ev && ev.type === "pointerup") pickPixel(ev);
     if (drag && drag.mode === "mouse") {
       mouse = [mouse[0], mouse[1], Math.abs(mouse[2]), -Math.abs(mouse[3])];
-      want({ [mouseCtl.name]: mouse.slice() });
+      stream.want({ [controls.mouseCtl.name]: mouse.slice() });
     }
     drag = null;
   };
@@ -324,115 +263,14 @@ function render({ model, el: host }) {
   cmap.addEventListener("change", () => { model.set("colormap", cmap.value); model.save_changes(); });
   srgb.addEventListener("change", () => { model.set("srgb", srgb.checked); model.save_changes(); });
 
-  // ---- live controls + frame loop with acknowledgement-based flow control
-  // Flow control (like jupyter_rfb's max_buffered_frames): a request goes out only when fewer than
-  // LOW frames are on their way, so the kernel renders the next frame while the last one travels and
-  // frames never queue up. Every request carries the newest values. A playing loop asks for BATCH
-  // frames per request (rendered back to back, at most one per display refresh): each request costs
-  // a kernel busy/idle round that JupyterLab redraws its toolbar, status bar and tab icon for, which
-  // on a small machine cost more than the frames. Slow renders (> SLOW ms) go one at a time, so a
-  // control change never waits behind a batch.
-  const LOW = 2, BATCH = 3, SLOW = 25, FRAME_MS = 1000 / 60;
-  const inFlight = new Map(); // request id -> {t: performance.now() when sent, left: frames to come}
-  let nextReq = 1, pending = {}, hasPending = false, renderMs = 0;
-  let playing = false, timeMs = 0, playStart = 0, frameId = 0;
-  const drawnTimes = [];
-
-  function outstanding() { let n = 0; for (const r of inFlight.values()) n += r.left; return n; }
-  function want(values) { Object.assign(pending, values); hasPending = true; pump(); }
-  function pump() {
-    const now = performance.now();
-    for (const [id, r] of inFlight) if (now - r.t > 10000) inFlight.delete(id); // lost (kernel restart)
-    if (!hasPending && !playing) return;
-    if (outstanding() >= LOW) return;
-    const values = pending, count = playing && renderMs < SLOW ? BATCH : 1;
-    if (playing) {
-      timeMs = now - playStart;
-      if (timeCtl) values[timeCtl.name] = timeMs;
-      if (frameCtl) values[frameCtl.name] = frameId;
-      frameId += count;
-    }
-    pending = {}; hasPending = false;
-    const req = nextReq++;
-    inFlight.set(req, { t: now, left: count });
-    model.send({ type: "frame", values, req, count, interval_ms: playing ? FRAME_MS : 0, lossy: true });
-  }
-  function settle(m) {
-    // a frame (or error) arrived: one of request m.part's frames, or the last one of m.reqs;
-    // returns when its request was sent (NaN: another view's request)
-    let sent = NaN;
-    const r = m.part != null ? inFlight.get(m.part) : undefined;
-    if (r) { r.left = Math.max(1, r.left - 1); sent = r.t; }
-    for (const id of m.reqs || []) {
-      const q = inFlight.get(id);
-      if (q) { sent = sent < q.t ? sent : q.t; inFlight.delete(id); }
-    }
-    return sent;
-  }
-  function ack() {
-    pump();
-    if (lastLossy && !playing && !hasPending && inFlight.size === 0) {
-      // the loop rests on a JPEG preview: fetch the exact pixels of that frame (no re-render)
-      const req = nextReq++;
-      inFlight.set(req, { t: performance.now(), left: 1 });
-      lastLossy = false;
-      model.send({ type: "exact", req });
-    }
-  }
-  let playBtn = null, timeLbl = null;
-  function setPlaying(on) {
-    playing = on && !!timeCtl;
-    if (playBtn) playBtn.textContent = playing ? "\u23f8 pause" : "\u25b6 play";
-    if (playing) { playStart = performance.now() - timeMs; pump(); }
-  }
-  function buildControls(first) {
-    // first: the view's own start (it may continue a clock: a re-created or re-displayed view);
-    // later: the controls changed (a re-run cell with other inputs), the loop plays on as it was
-    specs = model.get("_controls") || [];
-    timeCtl = specs.find((c) => c.kind === "time");
-    frameCtl = specs.find((c) => c.kind === "frame");
-    keyCtls = specs.filter((c) => c.kind === "key");
-    mouseCtl = specs.find((c) => c.kind === "mouse");
-    if (keyCtls.length) root.tabIndex = 0;  // KEY inputs: 1 while held with the image focused
-    ctrlBox.textContent = "";
-    playBtn = timeLbl = null;
-    for (const spec of specs) {
-      const row = el("label", "sk-ctl sk-ctl-" + spec.kind, ctrlBox);
-      row.dataset.name = spec.name;
-      if (spec.kind === "slider") {
-        el("span", "sk-ctl-name", row, spec.name + " ");
-        const inp = el("input", "", row);
-        Object.assign(inp, { type: "range", min: spec.min, max: spec.max, step: spec.step });
-        inp.value = spec.value;
-        const val = el("span", "sk-img-val", row, fmt(Number(spec.value)));
-        inp.addEventListener("input", () => { val.textContent = fmt(Number(inp.value)); want({ [spec.name]: Number(inp.value) }); });
-      } else if (spec.kind === "color") {
-        el("span", "sk-ctl-name", row, spec.name + " ");
-        const inp = el("input", "", row);
-        inp.type = "color";
-        inp.value = rgbToHex(spec.value);
-        inp.addEventListener("input", () => want({ [spec.name]: hexToRgb(inp.value) }));
-      } else if (spec.kind === "time") {
-        if (first) timeMs = Number(spec.value) || 0;  // a re-created view continues where it was
-        playBtn = el("button", "sk-play", row);
-        timeLbl = el("span", "sk-img-val", row, `t = ${timeMs.toFixed(0)} ms`);
-        playBtn.addEventListener("click", () => {
-          const pausing = playing;
-          setPlaying(!playing);
-          if (pausing) model.send({ type: "paused" });  // Python makes the saved PNG this last frame
-        });
-      }
-    }
-    if (first && frameCtl) frameId = Number(frameCtl.value) || 0;
-    setPlaying(first ? !!(timeCtl && timeCtl.playing) : playing);
-  }
-  buildControls(true);
+  // ---- live controls and the frame loop (_image_controls.js, _image_stream.js)
+  controls.build(true);
   const tick = setInterval(() => {
-    if (!root.isConnected) { clearInterval(tick); playing = false; return; }
-    if (timeLbl) timeLbl.textContent = `t = ${timeMs.toFixed(0)} ms`;
+    if (!root.isConnected) { clearInterval(tick); stream.playing = false; return; }
+    controls.showTime();
     const now = performance.now();
     while (drawnTimes.length && drawnTimes[0] < now - 1000) drawnTimes.shift();
-    fpsLbl.textContent = playing ? `  ${drawnTimes.length} fps` : "";
+    fpsLbl.textContent = stream.playing ? `  ${drawnTimes.length} fps` : "";
   }, 250);
 
   function showError(text) {
@@ -441,25 +279,7 @@ function render({ model, el: host }) {
     banner.classList.toggle("sk-on", t !== "");
     root.dataset.error = t ? "1" : "";
   }
-  function onFrame() { loadFrame().then(() => { syncBar(); errBox.textContent = ""; ack(); }); }
-  function onControls() {
-    // the same controls with new values (LiveImage.set_values from Python): move the inputs only,
-    // so a drag or the play state is not disturbed; other controls: rebuild
-    const next = model.get("_controls") || [];
-    const sig = (l) => l.map((c) => `${c.name}:${c.kind}:${c.min}:${c.max}`).join("|");
-    if (sig(next) !== sig(specs)) { buildControls(false); return; }
-    specs = next;
-    for (const spec of next) {
-      const row = ctrlBox.querySelector(`[data-name="${CSS.escape(spec.name)}"]`);
-      const inp = row && row.querySelector("input");
-      if (!inp) continue;
-      if (spec.kind === "slider") {
-        inp.value = spec.value;
-        const val = row.querySelector(".sk-img-val");
-        if (val) val.textContent = fmt(Number(spec.value));
-      } else if (spec.kind === "color") inp.value = rgbToHex(spec.value);
-    }
-  }
+  function onFrame() { loadFrame().then(() => { syncBar(); errBox.textContent = ""; stream.ack(); }); }
   function showPixel() {
     pixPanel.style.display = model.get("pixel_debug") ? "" : "none";
     if (!pixText.textContent) pixText.textContent = model.get("pixel_text") || "click a pixel to run its thread through k.debug";
@@ -477,9 +297,9 @@ function render({ model, el: host }) {
     }
     if (msg && msg.type === "error") {  // the render failed: no frame, the loop stops
       errBox.textContent = msg.message;
-      setPlaying(false);
-      if (Array.isArray(msg.reqs)) settle(msg); else inFlight.clear();
-      ack();
+      controls.setPlaying(false);
+      if (Array.isArray(msg.reqs)) stream.settle(msg); else stream.inFlight.clear();
+      stream.ack();
     }
   }
   function onTone() { syncBar(); retone(); }
@@ -489,18 +309,18 @@ function render({ model, el: host }) {
   model.on("change:_frame_meta", onFrame);
   model.on("msg:custom", onCustom);
   model.on("change:_epoch", onEpoch);
-  model.on("change:_controls", onControls);
+  model.on("change:_controls", controls.update);
   model.on("change:pixel_debug", showPixel);
   model.on("change:pixel_text", onPixelText);
   for (const k of ["exposure", "colormap", "srgb", "range"]) model.on("change:" + k, onTone);
-  loadFrame(true).then(() => { syncBar(); ack(); });
+  loadFrame(true).then(() => { syncBar(); stream.ack(); });
   syncBar();
   function cleanup() {
-    playing = false;
+    stream.playing = false;
     model.off("change:_frame_meta", onFrame);
     model.off("msg:custom", onCustom);
     model.off("change:_epoch", onEpoch);
-    model.off("change:_controls", onControls);
+    model.off("change:_controls", controls.update);
     model.off("change:pixel_debug", showPixel);
     model.off("change:pixel_text", onPixelText);
     for (const k of ["exposure", "colormap", "srgb", "range"]) model.off("change:" + k, onTone);
