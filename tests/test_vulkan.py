@@ -301,6 +301,27 @@ void relax(uint3 tid: SV_DispatchThreadID, uniform RWStructuredBuffer<float> v, 
     assert tex.numpy().shape == (32, 32, 4) and tex.numpy()[0, 0, 3] == 1.0
 
 
+def test_another_sessions_buffer_or_texture_is_refused():
+    """A device object lives on its own session's device: another session's kernel names the parameter."""
+    mine, other = _make("vulkan", isolate=False), _make("vulkan", isolate=False)
+    try:
+        mine.run_cell(SHADE, name="t_shade")
+        mine.run_cell("""
+[shader("compute")][numthreads(64, 1, 1)]
+void fill(uint3 tid: SV_DispatchThreadID, uniform RWStructuredBuffer<float> v) { v[tid.x] = 1.0; }
+""", name="t_fill")
+        with pytest.raises(sk.ParameterError, match=r"`v`: that buffer belongs to another Vulkan session"):
+            mine.kernel("fill")(threads=4, v=other.backend.buffer((4,), np.float32))
+        with pytest.raises(sk.ParameterError, match=r"`img`: that texture belongs to another Vulkan session"):
+            mine.kernel("shade")(threads=(4, 4), img=other.backend.texture((4, 4, 4), np.float32), t=0.0)
+        own = mine.backend.buffer((4,), np.float32)
+        mine.kernel("fill")(threads=4, v=own)
+        assert (own.numpy() == 1).all()
+    finally:
+        mine.close()
+        other.close()
+
+
 def test_edit_cell_50_times(session):
     src = """
 [shader("compute")][numthreads(64, 1, 1)]

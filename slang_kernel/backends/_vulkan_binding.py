@@ -118,13 +118,21 @@ class _Binder:
                              "the Vulkan backend cannot bind that kind of parameter yet")
 
     # buffers
-    def buffer(self, t: TypeInfo, v: Any, name: str) -> Any:
-        if isinstance(v, VulkanBuffer):
+    def _on_device(self, v: Any, kind: type[VulkanBuffer] | type[VulkanTexture], name: str) -> Any | None:
+        """The sgl object of a device buffer/texture of this session, or an sgl one passed as is; None
+        for anything else. Another session's is an error."""
+        if isinstance(v, kind):
             if v.backend is not self.b:
-                raise ParameterError(f"parameter `{name}`: that buffer belongs to another Vulkan session")
+                what = "buffer" if kind is VulkanBuffer else "texture"
+                raise ParameterError(f"parameter `{name}`: that {what} belongs to another Vulkan session")
             return v.sgl
-        if type(v).__name__ == "Buffer" and hasattr(v, "to_numpy"):
-            return v
+        sgl_name = "Buffer" if kind is VulkanBuffer else "Texture"
+        return v if type(v).__name__ == sgl_name and hasattr(v, "to_numpy") else None
+
+    def buffer(self, t: TypeInfo, v: Any, name: str) -> Any:
+        dev = self._on_device(v, VulkanBuffer, name)
+        if dev is not None:
+            return dev
         if isinstance(v, VulkanTexture):
             raise ParameterError(f"parameter `{name}` is {t.name}: got a texture, need a buffer")
         staged = self._struct_stage(t, v, name)
@@ -208,12 +216,9 @@ class _Binder:
 
     # textures
     def texture(self, t: TypeInfo, v: Any, name: str) -> Any:
-        if isinstance(v, VulkanTexture):
-            if v.backend is not self.b:
-                raise ParameterError(f"parameter `{name}`: that texture belongs to another Vulkan session")
-            return v.sgl
-        if type(v).__name__ == "Texture" and hasattr(v, "to_numpy"):
-            return v
+        dev = self._on_device(v, VulkanTexture, name)
+        if dev is not None:
+            return dev
         dims = _TEX_DIMS.get(t.shape or "")
         if dims is None or t.shape in ("texture_cube",):
             raise ParameterError(f"parameter `{name}` is {t.name}: the Vulkan backend binds numpy arrays to "
