@@ -186,17 +186,17 @@ class _Binder:
         hit = self.by_id.get(key)
         if hit is not None:
             return hit
-        raw = _writable_bytes(arr)
-        size = max(4, raw.nbytes)
-        if raw.nbytes != size:
-            raw = np.concatenate([raw, np.zeros(size - raw.nbytes, np.uint8)])
-        buf = self.b.device.create_buffer(size=size, usage=self.b._usage(), data=raw, format=fmt)
+        nbytes = arr.nbytes
+        buf = self.b.device.create_buffer(size=max(4, nbytes), usage=self.b._usage(), format=fmt)
+        if nbytes:
+            self._stage_in(arr, lambda encoder, stage: encoder.copy_buffer(buf, 0, stage, 0, nbytes))
         self.by_id[key] = buf
-        if t.writable and isinstance(v, np.ndarray):
-            target, nbytes = v, arr.nbytes
+        if t.writable and isinstance(v, np.ndarray) and nbytes:
+            target = v
+            out = self._stage_out(nbytes, lambda encoder, stage: encoder.copy_buffer(stage, 0, buf, 0, nbytes))
 
             def back() -> None:
-                target.reshape(-1).view(np.uint8)[:] = np.ascontiguousarray(buf.to_numpy()).reshape(-1).view(np.uint8)[:nbytes]
+                target.reshape(-1).view(np.uint8)[:] = np.asarray(out.to_numpy()).reshape(-1).view(np.uint8)[:nbytes]
 
             self.writeback.append(back)
         return buf
@@ -264,20 +264,17 @@ class _Binder:
             if data.dtype.kind == "f" and dev_dtype.kind in "iu":
                 raise _tex_mismatch(t, v, name, dims, channels)
         tex = VulkanTexture(self.b, shape, dev_dtype, None, dims, layered)
-        staged = not tex.layered   # array textures go up and down layer by layer, through sgl
         if t.writable and v.nbytes >= _ZERO_CHECK_BYTES and not np.any(v):
             self.clears.append(("texf" if dev_dtype.kind == "f" else "texu", tex.sgl))
-        elif staged:
-            self._stage_in(tex.staged(np.asarray(data).reshape(shape)), tex.copy_in)
         else:
-            tex.upload(np.asarray(data).reshape(shape).astype(dev_dtype, copy=False))
+            self._stage_in(tex.staged(np.asarray(data).reshape(shape)), tex.copy_in)
         self.by_id[key] = tex.sgl
         if t.writable:
             target = v
-            out = self._stage_out(tex.staging_layout()[1], tex.copy_out) if staged else None
+            out = self._stage_out(tex.staging_layout()[1], tex.copy_out)
 
             def back() -> None:
-                raw = tex.unstaged(np.asarray(out.to_numpy())) if out is not None else tex.raw()
+                raw = tex.unstaged(np.asarray(out.to_numpy()))
                 raw = raw.reshape((*shape[:-1], -1))
                 if raw.dtype != dev_dtype:
                     raw = raw.view(dev_dtype)

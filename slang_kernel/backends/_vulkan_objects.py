@@ -148,31 +148,42 @@ class VulkanTexture:
             return
         self.sgl.copy_from_numpy(arr if arr.flags.writeable else arr.copy())
 
-    # -- copies through a staging buffer in a dispatch's own command buffer (not layered textures) --------
+    # -- copies through a staging buffer in a dispatch's own command buffer ----------------------------
 
     def _extent(self) -> tuple[int, int, int]:
-        """(width, height, depth) in texels."""
-        size = self.shape[:-1][::-1]
-        return size[0], size[1] if self.dims > 1 else 1, size[2] if self.dims > 2 else 1
+        """(width, height, depth) in texels of one layer."""
+        size = self.shape[:-1][::-1]   # width first; an array texture's layer count last
+        return size[0], size[1] if self.dims > 1 and not (self.layered and self.dims == 2) else 1, \
+            size[2] if self.dims > 2 and not self.layered else 1
+
+    def _slices(self) -> tuple[int, int, int]:
+        """(row pitch, slice count, bytes per slice) of the texels in a buffer, as the device copies
+        them: a slice is a layer of an array texture, a depth slice of a 3D one."""
+        lay = self.sgl.get_subresource_layout(0)
+        size = int(lay.size_in_bytes)
+        if self.layered:
+            return int(lay.row_pitch), self.shape[0], size
+        depth = self._extent()[2]
+        return int(lay.row_pitch), depth, size // depth
 
     def staging_layout(self) -> tuple[int, int]:
-        """(row pitch, size) in bytes of the texels in a buffer, as the device copies them."""
-        lay = self.sgl.get_subresource_layout(0)
-        return int(lay.row_pitch), int(lay.size_in_bytes)
+        """(row pitch, size) in bytes of all the texels in a buffer, as the device copies them."""
+        pitch, count, each = self._slices()
+        return pitch, count * each
 
     def _rows(self, data: np.ndarray) -> np.ndarray:
-        """The (depth, height, row) byte view of staged bytes, each row cut to its texels."""
-        w, h, d = self._extent()
-        pitch, size = self.staging_layout()
-        return data[:size].reshape(d, -1)[:, : h * pitch].reshape(d, h, pitch)[:, :, : w * self._stored * self.dtype.itemsize]
+        """The (slice, row, byte) view of staged bytes, each row cut to its texels."""
+        w, h, _ = self._extent()
+        pitch, count, each = self._slices()
+        rows = data[: count * each].reshape(count, each)[:, : h * pitch].reshape(count, h, pitch)
+        return rows[:, :, : w * self._stored * self.dtype.itemsize]
 
     def staged(self, array: Any) -> np.ndarray:
         """`array`'s texels as bytes laid out for copy_in (rows padded to the device's pitch)."""
         raw = self.stored(array).reshape(-1).view(np.uint8)
-        pitch, size = self.staging_layout()
-        if raw.nbytes == size:
+        if raw.nbytes == self.staging_layout()[1]:
             return raw
-        out = np.zeros(size, np.uint8)
+        out = np.zeros(self.staging_layout()[1], np.uint8)
         rows = self._rows(out)
         rows[...] = raw.reshape(rows.shape)
         return out
@@ -182,15 +193,26 @@ class VulkanTexture:
         rows = self._rows(data.reshape(-1).view(np.uint8))
         return np.ascontiguousarray(rows).view(self.dtype).reshape((*self.shape[:-1], self._stored))
 
+    def _layers(self) -> list[tuple[int, int]]:
+        """(layer, byte offset in the staging buffer) of each copy: every layer of an array texture."""
+        _, count, each = self._slices()
+        return [(i, i * each) for i in range(count)] if self.layered else [(0, 0)]
+
     def copy_in(self, encoder: Any, stage: Any) -> None:
-        pitch, size = self.staging_layout()
+        pitch, _, each = self._slices()
+        size = each if self.layered else self.staging_layout()[1]
         spy = self.backend.spy
-        encoder.copy_buffer_to_texture(self.sgl, 0, 0, spy.uint3(0), stage, 0, size, pitch, spy.uint3(*self._extent()))
+        for layer, offset in self._layers():
+            encoder.copy_buffer_to_texture(self.sgl, layer, 0, spy.uint3(0), stage, offset, size, pitch,
+                                           spy.uint3(*self._extent()))
 
     def copy_out(self, encoder: Any, stage: Any) -> None:
-        pitch, size = self.staging_layout()
+        pitch, _, each = self._slices()
+        size = each if self.layered else self.staging_layout()[1]
         spy = self.backend.spy
-        encoder.copy_texture_to_buffer(stage, 0, size, pitch, self.sgl, 0, 0, spy.uint3(0), spy.uint3(*self._extent()))
+        for layer, offset in self._layers():
+            encoder.copy_texture_to_buffer(stage, offset, size, pitch, self.sgl, layer, 0, spy.uint3(0),
+                                           spy.uint3(*self._extent()))
 
     def raw(self) -> np.ndarray:
         """The texels as sgl reads them back (every layer of an array texture, stacked)."""
