@@ -446,7 +446,10 @@ class VulkanBackend:
         size = max(4, (int(nbytes) + 3) // 4 * 4)
         free = self._pool.get((memory, size))
         if free:
-            return free.pop()
+            try:
+                return free.pop()   # atomic: a live view's thread may take from the same list
+            except IndexError:
+                pass
         spy = self.spy
         if memory == "device":
             return self.device.create_buffer(size=size, usage=self._usage())
