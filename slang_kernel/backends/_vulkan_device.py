@@ -26,7 +26,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -423,6 +423,21 @@ class VulkanBackend:
     def _usage(self) -> Any:
         U = self.spy.BufferUsage
         return U.shader_resource | U.unordered_access | U.copy_source | U.copy_destination
+
+    def read_back(self, nbytes: int, record: Callable[[Any, Any], None]) -> np.ndarray:
+        """The `nbytes` bytes that `record(encoder, buffer)` copies into a pooled read-back buffer, once
+        the device has copied them: one submission, no staging buffer of sgl's own per call."""
+        stage = self._pool_take(nbytes, "read_back")
+        try:
+            with self._lock:
+                encoder = self.device.create_command_encoder()
+                record(encoder, stage)
+                submit = self.device.submit_command_buffer(encoder.finish())
+            self.device.wait_for_submit(submit)
+            out: np.ndarray = np.asarray(stage.to_numpy()).reshape(-1).view(np.uint8)[:nbytes]   # a fresh array
+            return out
+        finally:
+            self._pool_give(stage, "read_back")
 
     def _new_buffer(self, nbytes: int, data: np.ndarray | None, clear: bool = True, format: Any = None) -> Any:
         size = max(4, (int(nbytes) + 3) // 4 * 4)

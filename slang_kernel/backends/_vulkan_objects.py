@@ -4,7 +4,7 @@ parameters (_vulkan_binding)."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 import numpy as np
 
@@ -21,6 +21,7 @@ class DeviceHost(Protocol):
     adapter: str
 
     def _new_buffer(self, nbytes: int, data: np.ndarray | None, clear: bool = True, format: Any = None) -> Any: ...
+    def read_back(self, nbytes: int, record: Callable[[Any, Any], None]) -> np.ndarray: ...
 
 
 # -- formats --------------------------------------------------------------------------------------
@@ -67,8 +68,10 @@ class VulkanBuffer:
         return int(np.prod(self.shape, dtype=np.int64))
 
     def numpy(self) -> np.ndarray:
-        raw = np.asarray(self.sgl.to_numpy())   # a fresh array of its own: viewed, not copied again
-        out: np.ndarray = raw.reshape(-1).view(np.uint8)[: self.nbytes].view(self.dtype).reshape(self.shape)
+        n = self.nbytes
+        raw = self.backend.read_back(n, lambda encoder, stage: encoder.copy_buffer(stage, 0, self.sgl, 0, n)) if n \
+            else np.zeros(0, np.uint8)
+        out: np.ndarray = raw.view(self.dtype).reshape(self.shape)   # a fresh array: viewed, not copied again
         return out
 
     def upload(self, array: Any) -> None:
@@ -214,14 +217,8 @@ class VulkanTexture:
             encoder.copy_texture_to_buffer(stage, offset, size, pitch, self.sgl, layer, 0, spy.uint3(0),
                                            spy.uint3(*self._extent()))
 
-    def raw(self) -> np.ndarray:
-        """The texels as sgl reads them back (every layer of an array texture, stacked)."""
-        if self.layered:
-            return np.stack([np.asarray(self.sgl.to_numpy(layer=i)) for i in range(self.shape[0])])
-        return np.asarray(self.sgl.to_numpy())
-
     def numpy(self) -> np.ndarray:
-        raw = self.raw()
+        raw = self.unstaged(self.backend.read_back(self.staging_layout()[1], self.copy_out))
         raw = raw.reshape((*self.shape[:-1], -1))[..., : self.channels]
         return np.ascontiguousarray(raw.view(self.dtype) if raw.dtype != self.dtype and raw.dtype.itemsize == self.dtype.itemsize
                                     else raw.astype(self.dtype, copy=False))
