@@ -273,8 +273,7 @@ class CudaBackend:
                     plan.upload_globals(plan.pack_globals(packer, values))
                     # the same objects again need no upload where their bytes cannot change: Python
                     # scalars and CuPy arrays (a pointer and a count), as the argument slots above
-                    cupy_array = self.cupy.ndarray
-                    if all(type(v) in (int, float, bool, cupy_array) or v is None for v in held):
+                    if all(v is None or _unchanging(v, self.cupy.ndarray) for v in held):
                         plan.last_globals = held
             if plan.report is not None:
                 plan.report.memset_async(0, REPORT_BYTES, stream)
@@ -432,10 +431,8 @@ class _Plan:
             else:
                 slot = slots[i]   # type: ignore[index]
             if write is not None and write(v, slot):
-                if own:   # only values whose bytes cannot change (not a 0-d numpy array, say)
-                    t = type(v)
-                    last[i] = v if t is float or t is int or t is self.array_type or isinstance(v, np.generic) \
-                        else _UNSET
+                if own:
+                    last[i] = v if _unchanging(v, self.array_type) else _UNSET
                 continue
             if own:
                 last[i] = _UNSET
@@ -460,6 +457,14 @@ class _Plan:
 
 
 _UNSET = object()
+
+
+def _unchanging(v: Any, array_type: type[Any]) -> bool:
+    """Whether the bytes packed from `v` cannot change while the object lives, so that the very object
+    again needs no packing: Python and numpy scalars, and CuPy arrays (a pointer and a count); not a
+    0-d numpy array, whose value can be set in place."""
+    t = type(v)
+    return t is float or t is int or t is bool or t is array_type or isinstance(v, np.generic)
 
 
 def _device_pointer(a: Any) -> int:
