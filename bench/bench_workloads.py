@@ -48,6 +48,7 @@ there: slangpy 0.43.1 lists a vector index's dimensions last first, so `weights[
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import re
@@ -262,9 +263,6 @@ def peer_splat(device: str, size: int, blobs: int, warm: int, iters: int,
         "one call per kernel per iteration"
 
 
-def peer_splat_recompute(device: str, size: int, blobs: int, warm: int, iters: int) -> tuple[float, float, str]:
-    return peer_splat(device, size, blobs, warm, iters, recompute=True)
-
 
 def peer_neural(device: str, res: int, batch: int, warm: int, iters: int) -> tuple[float, float, str]:
     spy, dev = spy_device(device)
@@ -316,7 +314,7 @@ def main() -> None:
           f"{'ours loss':>10} {'slangpy loss':>13} {'loss ratio':>10}  how ours replays / how slangpy ran")
     Row = Callable[..., tuple[float, float, str]]
     runs: dict[str, tuple[Row, list[tuple[str, Row]], tuple[int, ...]]] = {
-        "splat": (ours_splat, [("ported", peer_splat), ("recompute", peer_splat_recompute)], (splat_size, 200)),
+        "splat": (ours_splat, [("ported", peer_splat), ("recompute", functools.partial(peer_splat, recompute=True))], (splat_size, 200)),
         "neural": (ours_neural, [("ported", peer_neural)], (res, batch)),
     }
     for w in a.workloads.split(","):

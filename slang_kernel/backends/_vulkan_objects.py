@@ -4,7 +4,7 @@ parameters (_vulkan_binding)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Iterator, Protocol
 
 import numpy as np
 
@@ -103,6 +103,7 @@ class VulkanTexture:
         if scalar is None:
             raise ValueError(f"no texture format holds {self.dtype} texels")
         self.channels = self.shape[-1]
+        self._layout: tuple[int, int, int] | None = None   # _slices(), asked of the device once
         self.format = _format_for(spy, scalar, self.channels, normalized8=self.dtype == np.uint8)
         self._stored = 4 if self.channels == 3 else self.channels
         size = self.shape[:-1][::-1]  # width first
@@ -161,13 +162,17 @@ class VulkanTexture:
 
     def _slices(self) -> tuple[int, int, int]:
         """(row pitch, slice count, bytes per slice) of the texels in a buffer, as the device copies
-        them: a slice is a layer of an array texture, a depth slice of a 3D one."""
-        lay = self.sgl.get_subresource_layout(0)
-        size = int(lay.size_in_bytes)
-        if self.layered:
-            return int(lay.row_pitch), self.shape[0], size
-        depth = self._extent()[2]
-        return int(lay.row_pitch), depth, size // depth
+        them: a slice is a layer of an array texture, a depth slice of a 3D one. Asked of the device
+        once per texture (every staged copy needs it)."""
+        if self._layout is None:
+            lay = self.sgl.get_subresource_layout(0)
+            size = int(lay.size_in_bytes)
+            if self.layered:
+                self._layout = int(lay.row_pitch), self.shape[0], size
+            else:
+                depth = self._extent()[2]
+                self._layout = int(lay.row_pitch), depth, size // depth
+        return self._layout
 
     def staging_layout(self) -> tuple[int, int]:
         """(row pitch, size) in bytes of all the texels in a buffer, as the device copies them."""
@@ -184,9 +189,10 @@ class VulkanTexture:
     def staged(self, array: Any) -> np.ndarray:
         """`array`'s texels as bytes laid out for copy_in (rows padded to the device's pitch)."""
         raw = self.stored(array).reshape(-1).view(np.uint8)
-        if raw.nbytes == self.staging_layout()[1]:
+        size = self.staging_layout()[1]
+        if raw.nbytes == size:
             return raw
-        out = np.zeros(self.staging_layout()[1], np.uint8)
+        out = np.zeros(size, np.uint8)
         rows = self._rows(out)
         rows[...] = raw.reshape(rows.shape)
         return out
@@ -196,26 +202,26 @@ class VulkanTexture:
         rows = self._rows(data.reshape(-1).view(np.uint8))
         return np.ascontiguousarray(rows).view(self.dtype).reshape((*self.shape[:-1], self._stored))
 
-    def _layers(self) -> list[tuple[int, int]]:
-        """(layer, byte offset in the staging buffer) of each copy: every layer of an array texture."""
-        _, count, each = self._slices()
-        return [(i, i * each) for i in range(count)] if self.layered else [(0, 0)]
+    def _copies(self) -> Iterator[tuple[int, int, int, int, Any]]:
+        """(layer, byte offset in the staging buffer, bytes, row pitch, extent) of each copy between the
+        texture and a staging buffer: one per layer of an array texture, else one for all of it."""
+        pitch, count, each = self._slices()
+        extent = self.backend.spy.uint3(*self._extent())
+        if not self.layered:
+            yield 0, 0, count * each, pitch, extent
+            return
+        for layer in range(count):
+            yield layer, layer * each, each, pitch, extent
 
     def copy_in(self, encoder: Any, stage: Any) -> None:
-        pitch, _, each = self._slices()
-        size = each if self.layered else self.staging_layout()[1]
-        spy = self.backend.spy
-        for layer, offset in self._layers():
-            encoder.copy_buffer_to_texture(self.sgl, layer, 0, spy.uint3(0), stage, offset, size, pitch,
-                                           spy.uint3(*self._extent()))
+        origin = self.backend.spy.uint3(0)
+        for layer, offset, size, pitch, extent in self._copies():
+            encoder.copy_buffer_to_texture(self.sgl, layer, 0, origin, stage, offset, size, pitch, extent)
 
     def copy_out(self, encoder: Any, stage: Any) -> None:
-        pitch, _, each = self._slices()
-        size = each if self.layered else self.staging_layout()[1]
-        spy = self.backend.spy
-        for layer, offset in self._layers():
-            encoder.copy_texture_to_buffer(stage, offset, size, pitch, self.sgl, layer, 0, spy.uint3(0),
-                                           spy.uint3(*self._extent()))
+        origin = self.backend.spy.uint3(0)
+        for layer, offset, size, pitch, extent in self._copies():
+            encoder.copy_texture_to_buffer(stage, offset, size, pitch, self.sgl, layer, 0, origin, extent)
 
     def numpy(self) -> np.ndarray:
         raw = self.unstaged(self.backend.read_back(self.staging_layout()[1], self.copy_out))
