@@ -29,6 +29,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
+import warnings
 from contextlib import ExitStack, contextmanager
 from typing import Iterator, Sequence
 
@@ -210,10 +211,52 @@ class JupyterServer:
         self._log.close()
 
 
+def answer_dialog(page) -> bool:
+    """Answer the JupyterLab dialog in front of the notebook, if one is open, as a user would; True if
+    one was. What the app asks, and why, goes to the test's warnings (the CI log lists them).
+
+    - "Select Kernel": the notebook's kernel preselected is accepted. With no kernel to choose from
+      (the app asked before its list of kernelspecs was in), the dialog is closed and asked again from
+      the toolbar's kernel name, where the list is in by then.
+    - Anything else ("Kernel Restarting": a kernel died and the server restarts it; "Error Starting
+      Kernel"): its OK. A kernel that keeps dying still fails the test: the cell never runs."""
+    dialog = page.locator(".jp-Dialog").first
+    if dialog.count() == 0:
+        return False
+    title = dialog.locator(".jp-Dialog-header").inner_text().strip()
+    if title == "Select Kernel" and dialog.locator("select").evaluate("(s) => s.value") == "null":
+        dialog.locator(".jp-mod-reject").click()
+        page.locator(".jp-Toolbar-kernelName").first.click()
+    else:
+        if title != "Select Kernel":
+            warnings.warn(f"JupyterLab asked: {dialog.inner_text().strip()!r}; answered OK", stacklevel=2)
+        dialog.locator(".jp-mod-accept").click()
+    return True
+
+
+LAB_IDLE = "text=| Idle"   # JupyterLab's status bar
+NOTEBOOK7_IDLE = ".jp-Notebook-ExecutionIndicator[data-status=idle]"   # Notebook 7 has no status bar
+
+
+def wait_kernel_idle(page, timeout_s: float = 60, idle: str = LAB_IDLE) -> None:
+    """Wait until the page shows the notebook's kernel idle (`idle`: where), answering its dialogs."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    page.wait_for_selector(".jp-Notebook", timeout=60_000)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        answered = answer_dialog(page)
+        try:
+            page.locator(idle).first.wait_for(timeout=2_000)
+            if not answered and page.locator(".jp-Dialog").count() == 0:
+                return
+        except PlaywrightTimeout:
+            assert time.monotonic() < deadline, f"the kernel was not idle within {timeout_s} s"
+
+
 def run_all_cells(page, n: int, timeout: int = 60_000) -> None:
     """Open the notebook's kernel and run its `n` cells one by one (Shift+Enter), waiting for each."""
-    page.wait_for_selector(".jp-Notebook", timeout=60_000)
-    page.get_by_text("| Idle").first.wait_for(timeout=60_000)
+    wait_kernel_idle(page)
     cells = page.locator(".jp-Notebook .jp-Cell")
     for i in range(n):
         cells.nth(i).locator(".jp-InputArea-editor").click()
@@ -226,8 +269,7 @@ def run_all_cells(page, n: int, timeout: int = 60_000) -> None:
 def run_all_menu(page, timeout: int = 180_000) -> None:
     """Run > Run All Cells, as a user would, then wait until every code cell has its prompt number
     (live views keep the kernel flipping between busy and idle, so its status says nothing)."""
-    page.wait_for_selector(".jp-Notebook", timeout=60_000)
-    page.get_by_text("| Idle").first.wait_for(timeout=60_000)
+    wait_kernel_idle(page)
     page.locator(".jp-Notebook .jp-Cell").first.click()
     page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
     page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
@@ -280,6 +322,15 @@ COLOR_SHARES = """(c) => {
 }"""
 
 
+def _dialogs(page) -> list[str]:
+    """The text of every JupyterLab dialog open in `page` (a dialog in front of the cells is what a failed
+    click reports only as "intercepts pointer events")."""
+    try:
+        return [d.inner_text(timeout=1_000) for d in page.locator(".jp-Dialog").all()]
+    except Exception as e:   # the page may be gone: the note is a help, never a second failure
+        return [f"(could not read: {e})"]
+
+
 def drag_slider(page, slider, start: float, stop: float, steps: int = 10) -> None:
     """Drag a range input's thumb from fraction `start` to `stop` of its width, as a user would."""
     slider.scroll_into_view_if_needed()
@@ -322,6 +373,8 @@ def run_when_connected(page, cell, deadline_s: float = 90) -> None:
 
     deadline = time.monotonic() + deadline_s
     while True:
+        if answer_dialog(page):
+            continue
         cell.locator(".jp-InputArea-editor").click()
         page.keyboard.press("Shift+Enter")
         try:
@@ -365,6 +418,8 @@ class LabTools:
     run_all_menu = staticmethod(run_all_menu)
     run_cell = staticmethod(run_cell)
     run_when_connected = staticmethod(run_when_connected)
+    wait_kernel_idle = staticmethod(wait_kernel_idle)
+    NOTEBOOK7_IDLE = NOTEBOOK7_IDLE
     set_cell_text = staticmethod(set_cell_text)
 
     def __init__(self, root: pathlib.Path) -> None:
@@ -439,8 +494,13 @@ class LabTools:
             page = context.new_page()
             try:
                 yield page
-            except Exception:
+            except Exception as e:
                 page.screenshot(path=str(ARTIFACTS / failure_shot), full_page=True)
+                for text in _dialogs(page):
+                    e.add_note(f"a JupyterLab dialog was open: {text!r}")
+                for server in self._servers.values():   # a kernel that died or timed out says so here
+                    tail = server.log_path.read_text(errors="replace").splitlines()[-25:]
+                    e.add_note(f"the end of {server.log_path}:\n" + "\n".join(tail))
                 raise
         finally:
             context.close()

@@ -54,9 +54,8 @@ def _token(cell, word: str, nth: int = 0):
         }""", [word, nth])
 
 
-def _wait_lsp(page) -> None:
-    page.wait_for_selector(".jp-Notebook", timeout=60_000)
-    page.get_by_text("| Idle").first.wait_for(timeout=90_000)
+def _wait_lsp(page, lab_tools) -> None:
+    lab_tools.wait_kernel_idle(page, 90)
     page.locator(".lsp-statusbar-item").first.wait_for(timeout=60_000)
 
 
@@ -93,7 +92,7 @@ def test_slang_notebook_gets_the_language_server(slang_lab: str, lab_tools) -> N
     shots = lab_tools.ARTIFACTS
     with lab_tools.chromium_page("lsp_slang_failure.png", 1300, 900) as page:
         page.goto(slang_lab)
-        _wait_lsp(page)
+        _wait_lsp(page, lab_tools)
         lab_tools.dismiss_toasts(page)
         cells = page.locator(".jp-Notebook .jp-Cell")
         # a red squiggle under the typo, before anything ran; none in the other cells (a cell sees the
@@ -135,7 +134,7 @@ def test_slang_notebook_gets_the_language_server(slang_lab: str, lab_tools) -> N
 def test_slang_cells_of_a_python_notebook_get_the_language_server(python_lab: str, lab_tools) -> None:
     with lab_tools.chromium_page("lsp_python_failure.png", 1300, 800) as page:
         page.goto(python_lab)
-        _wait_lsp(page)
+        _wait_lsp(page, lab_tools)
         lab_tools.dismiss_toasts(page)
         cells = page.locator(".jp-Notebook .jp-Cell")
         # without a Python language server JupyterLab reads the cells for other languages only once

@@ -75,14 +75,12 @@ LINE_COLORS = """(cell) => [...cell.querySelectorAll('.cm-line')].map((line) => 
   walk(line);
   return {text: line.textContent, colors: [...colors]};
 })"""
-KERNEL_IDLE = ".jp-Notebook-ExecutionIndicator[data-status=idle]"
 
 
 def run_cells(page, lab_tools, n: int, timeout: int = 90_000) -> None:
     """Run the notebook's first `n` cells one by one (Shift+Enter), waiting for each; the first is sent
     until the kernel takes it (Notebook 7 has no status bar saying when it is connected)."""
-    page.wait_for_selector(".jp-Notebook", timeout=60_000)
-    page.wait_for_selector(KERNEL_IDLE, timeout=60_000)
+    lab_tools.wait_kernel_idle(page, idle=lab_tools.NOTEBOOK7_IDLE)
     cells = page.locator(".jp-Notebook .jp-Cell")
     lab_tools.run_when_connected(page, cells.nth(0))
     for i in range(n):

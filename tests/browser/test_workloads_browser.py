@@ -32,8 +32,7 @@ def test_fit_is_drawn_live_with_a_progress_bar(lab: tuple[str, str], lab_tools) 
     url, name = lab
     with lab_tools.chromium_page(f"{name}_browser_failure.png") as page:
         page.goto(url)
-        page.wait_for_selector(".jp-Notebook", timeout=60_000)
-        page.get_by_text("| Idle").first.wait_for(timeout=60_000)
+        lab_tools.wait_kernel_idle(page)
         page.locator(".jp-Notebook .jp-Cell").first.click()
         page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
         page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
