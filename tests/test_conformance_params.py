@@ -73,6 +73,11 @@ void typed_bufs(uint3 t: SV_DispatchThreadID, Buffer<float4> a, Buffer<uint> b, 
     session.kernel("typed_bufs")(threads=8, a=a, b=b, o=o, f=f)
     np.testing.assert_array_equal(o, b * 2 + a[:, 3].astype(np.uint32))
     np.testing.assert_array_equal(f, a[:, 0] + 1)
+    # again with other data of the same sizes: the device buffers of the first call may serve again
+    a2, b2, o2, f2 = a[::-1].copy(), b + 100, np.full(8, 7, np.uint32), np.zeros(8, np.float32)
+    session.kernel("typed_bufs")(threads=8, a=a2, b=b2, o=o2, f=f2)
+    np.testing.assert_array_equal(o2, b2 * 2 + a2[:, 3].astype(np.uint32))
+    np.testing.assert_array_equal(f2, a2[:, 0])
     with pytest.raises(TypeError, match=r"`o` \(RW\w*Buffer<uint>\).*uint32"):
         session.kernel("typed_bufs")(threads=8, a=a, b=b, o=np.zeros(8, np.float32), f=f)
 

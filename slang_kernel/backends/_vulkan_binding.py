@@ -23,8 +23,8 @@ class BindingHost(DeviceHost, Protocol):
 
     def sampler(self, spec: Any = None) -> Any: ...
     def _usage(self) -> Any: ...
-    def _pool_take(self, nbytes: int, memory: str = "device") -> Any: ...
-    def _pool_give(self, buf: Any, memory: str = "device") -> None: ...
+    def _pool_take(self, nbytes: int, memory: str = "device", format: Any = None) -> Any: ...
+    def _pool_give(self, buf: Any, memory: str = "device", format: Any = None) -> None: ...
 
 
 class _Binder:
@@ -38,11 +38,11 @@ class _Binder:
         self.clears: list[tuple[str, Any]] = []       # device objects to zero before the dispatch
         self.copies_in: list[Callable[[Any], None]] = []    # recorded before the dispatch (an encoder each)
         self.copies_out: list[Callable[[Any], None]] = []   # and after it
-        self.pooled: list[tuple[Any, str]] = []
+        self.pooled: list[tuple[Any, str, Any]] = []   # (buffer, memory, texel format or None)
 
     def release(self) -> None:
-        for buf, memory in self.pooled:
-            self.b._pool_give(buf, memory)
+        for buf, memory, fmt in self.pooled:
+            self.b._pool_give(buf, memory, fmt)
         self.pooled.clear()
         self.copies_in.clear()
         self.copies_out.clear()
@@ -54,9 +54,9 @@ class _Binder:
         for fn in self.writeback:
             fn()
 
-    def _take(self, nbytes: int, memory: str) -> Any:
-        buf = self.b._pool_take(nbytes, memory)
-        self.pooled.append((buf, memory))
+    def _take(self, nbytes: int, memory: str, format: Any = None) -> Any:
+        buf = self.b._pool_take(nbytes, memory, format)
+        self.pooled.append((buf, memory, format))
         return buf
 
     def _stage_in(self, data: np.ndarray, record: Callable[[Any, Any], None]) -> None:
@@ -137,32 +137,7 @@ class _Binder:
             raise ParameterError(f"parameter `{name}` is {t.name}: got a texture, need a buffer")
         staged = self._struct_stage(t, v, name)
         arr = staged if staged is not None else buffer_array(v, name, t)[0]
-        key = (id(v), "buf")
-        hit = self.by_id.get(key)
-        if hit is not None:
-            return hit
-        # staging buffers come from a pool (freed when the dispatch ends); data goes up in the
-        # dispatch's own command buffer
-        buf = self._take(arr.nbytes, "device")
-        nbytes = arr.nbytes
-        if t.writable and nbytes >= _ZERO_CHECK_BYTES and not arr.reshape(-1).view(np.uint8).any():
-            self.clears.append(("buf", buf))
-        elif nbytes:
-            self._stage_in(arr, lambda encoder, stage: encoder.copy_buffer(buf, 0, stage, 0, nbytes))
-        self.by_id[key] = buf
-        if t.writable and isinstance(v, np.ndarray) and nbytes:
-            target = v
-            out = self._stage_out(nbytes, lambda encoder, stage: encoder.copy_buffer(stage, 0, buf, 0, nbytes))
-
-            def back() -> None:
-                raw = np.asarray(out.to_numpy()).reshape(-1).view(np.uint8)[:nbytes]
-                if staged is None:
-                    target.reshape(-1).view(np.uint8)[:] = raw
-                else:
-                    copy_fields(target, raw.view(arr.dtype).reshape(arr.shape))
-
-            self.writeback.append(back)
-        return buf
+        return self._numpy_buffer(t, v, arr, "buf", staged=staged)
 
     def typed_buffer(self, t: TypeInfo, v: Any, name: str) -> Any:
         """A typed Buffer<T>/RWBuffer<T>: like a structured buffer, but the device buffer carries the
@@ -181,14 +156,23 @@ class _Binder:
             return v.sgl
         if type(v).__name__ == "Buffer" and hasattr(v, "to_numpy"):
             return v
-        arr = buffer_array(v, name, t)[0]
-        key = (id(v), "typed")
+        return self._numpy_buffer(t, v, buffer_array(v, name, t)[0], "typed", fmt)
+
+    def _numpy_buffer(self, t: TypeInfo, v: Any, arr: np.ndarray, kind: str, format: Any = None,
+                      staged: np.ndarray | None = None) -> Any:
+        """A pooled device buffer (of texel `format` for a typed buffer) holding `arr`, the bytes of the
+        user's `v`: they go up in the dispatch's own command buffer, and come back into `v` (field by
+        field when `staged`, its repacked copy) if the kernel may write them. The same `v` twice in
+        one dispatch is one buffer."""
+        key = (id(v), kind)
         hit = self.by_id.get(key)
         if hit is not None:
             return hit
+        buf = self._take(arr.nbytes, "device", format)
         nbytes = arr.nbytes
-        buf = self.b.device.create_buffer(size=max(4, nbytes), usage=self.b._usage(), format=fmt)
-        if nbytes:
+        if t.writable and nbytes >= _ZERO_CHECK_BYTES and not arr.reshape(-1).view(np.uint8).any():
+            self.clears.append(("buf", buf))
+        elif nbytes:
             self._stage_in(arr, lambda encoder, stage: encoder.copy_buffer(buf, 0, stage, 0, nbytes))
         self.by_id[key] = buf
         if t.writable and isinstance(v, np.ndarray) and nbytes:
@@ -196,7 +180,11 @@ class _Binder:
             out = self._stage_out(nbytes, lambda encoder, stage: encoder.copy_buffer(stage, 0, buf, 0, nbytes))
 
             def back() -> None:
-                target.reshape(-1).view(np.uint8)[:] = np.asarray(out.to_numpy()).reshape(-1).view(np.uint8)[:nbytes]
+                raw = np.asarray(out.to_numpy()).reshape(-1).view(np.uint8)[:nbytes]
+                if staged is None:
+                    target.reshape(-1).view(np.uint8)[:] = raw
+                else:
+                    copy_fields(target, raw.view(arr.dtype).reshape(arr.shape))
 
             self.writeback.append(back)
         return buf

@@ -125,7 +125,7 @@ class VulkanBackend:
         self._samplers: dict[Any, Any] = {}
         # (memory, size) -> free buffers: "device" ones a dispatch binds numpy data through, "upload" and
         # "read_back" (host-visible) ones its data goes up and comes back through, in its own command buffer
-        self._pool: dict[tuple[str, int], list[Any]] = {}
+        self._pool: dict[tuple[str, int, Any], list[Any]] = {}   # (memory, size, texel format or None)
         self._prepared: dict[str, Prepared] = {}        # CompiledKernel.key -> root object + cursors
         self._by_ref = frozenset((spy.Buffer, spy.Texture, spy.Sampler))   # bound by reference: same object, same binding
 
@@ -454,12 +454,13 @@ class VulkanBackend:
             self.device.submit_command_buffer(enc.finish())
         return buf
 
-    def _pool_take(self, nbytes: int, memory: str = "device") -> Any:
-        """A buffer of at least nbytes: "device" (bound to kernels), "upload" (host-written, copied from)
-        or "read_back" (copied into, host-read). sgl's own uploads and read-backs allocate a staging
-        buffer per call, which on a discrete GPU costs more than the copy (bench/RESULTS.md)."""
+    def _pool_take(self, nbytes: int, memory: str = "device", format: Any = None) -> Any:
+        """A buffer of at least nbytes: "device" (bound to kernels; of texel `format` for a typed
+        buffer), "upload" (host-written, copied from) or "read_back" (copied into, host-read). sgl's
+        own uploads and read-backs allocate a staging buffer per call, which on a discrete GPU costs
+        more than the copy (bench/RESULTS.md)."""
         size = max(4, (int(nbytes) + 3) // 4 * 4)
-        free = self._pool.get((memory, size))
+        free = self._pool.get((memory, size, format))
         if free:
             try:
                 return free.pop()   # atomic: a live view's thread may take from the same list
@@ -467,12 +468,13 @@ class VulkanBackend:
                 pass
         spy = self.spy
         if memory == "device":
-            return self.device.create_buffer(size=size, usage=self._usage())
+            fmt = {} if format is None else {"format": format}
+            return self.device.create_buffer(size=size, usage=self._usage(), **fmt)
         usage = spy.BufferUsage.copy_source if memory == "upload" else spy.BufferUsage.copy_destination
         return self.device.create_buffer(size=size, usage=usage, memory_type=getattr(spy.MemoryType, memory))
 
-    def _pool_give(self, buf: Any, memory: str = "device") -> None:
-        free = self._pool.setdefault((memory, int(buf.size)), [])
+    def _pool_give(self, buf: Any, memory: str = "device", format: Any = None) -> None:
+        free = self._pool.setdefault((memory, int(buf.size), format), [])
         if len(free) < 8 and buf.size <= (64 << 20):
             free.append(buf)
 
