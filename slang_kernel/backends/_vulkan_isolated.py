@@ -50,7 +50,7 @@ _ERRORS: dict[str, type[Exception]] = {
     "NotImplementedError": NotImplementedError, "BackendUnavailable": BackendUnavailable}
 
 
-class IsolatedVulkanBackend:
+class IsolatedVulkanBackend(_shm.SharedArrays):
     """Vulkan (slangpy/sgl) with the device in a worker process: crash-safe, stoppable. The process
     boundary costs a round trip per dispatch and a copy of each numpy array into shared memory (and
     of each written one back); Session(isolate=False) has neither, and no protection."""
@@ -287,16 +287,6 @@ class IsolatedVulkanBackend:
         self._staging_bytes = np.empty(0, np.uint8)
         if seg is not None:
             seg.close()
-
-    def empty(self, shape: Any, dtype: Any = np.float32) -> np.ndarray:
-        """An array in shared memory: dispatches hand it to the worker without a copy."""
-        return _shm.empty(shape, dtype)
-
-    def zeros(self, shape: Any, dtype: Any = np.float32) -> np.ndarray:
-        return self.empty(shape, dtype)  # a fresh memfd reads as zeros
-
-    def shared(self, a: Any, dtype: Any = None) -> np.ndarray:
-        return _shm.shared(a, dtype)
 
     # -- dispatch -----------------------------------------------------------------------------------
 

@@ -50,7 +50,7 @@ def create(config: BackendConfig) -> "CpuBackend":
     return CpuBackend(config)
 
 
-class CpuBackend:
+class CpuBackend(_shm.SharedArrays):
     """Kernels run in a worker process by default (Session(isolate=True)): a crash, an endless loop
     or Ctrl-C costs one cell's error, never the notebook. Buffers reach the worker through shared
     memory: arrays from `empty`/`zeros`/`shared` are used in place; other numpy arrays are copied
@@ -103,19 +103,6 @@ class CpuBackend:
     @property
     def restarts(self) -> int:
         return self._proc.restarts if self._proc is not None else 0
-
-    # -- shared buffers ---------------------------------------------------------------------------
-
-    def empty(self, shape: Any, dtype: Any = np.float32) -> np.ndarray:
-        """An array in shared memory: kernels read and write it in place (no copy to the worker)."""
-        return _shm.empty(shape, dtype)
-
-    def zeros(self, shape: Any, dtype: Any = np.float32) -> np.ndarray:
-        return self.empty(shape, dtype)  # a fresh memfd reads as zeros
-
-    def shared(self, a: Any, dtype: Any = None) -> np.ndarray:
-        """A shared-memory copy of `a` (use it for buffers you pass to many dispatches)."""
-        return _shm.shared(a, dtype)
 
     # -- textures (see _cpu_textures) -------------------------------------------------------------
 
