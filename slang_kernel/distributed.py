@@ -264,18 +264,7 @@ def _function_block(*blocks: np.ndarray, spec: SessionSpec, function_name: str, 
     with _running(spec, function_name) as live:
         f = live.functions.get(function_name) or live.functions.setdefault(function_name,
                                                                             live.session.function(function_name))
-        values = list(blocks)
-        grad_out = values.pop() if has_grad_out else None
-        args: list[Any] = []
-        for n in layout:
-            args.append(tuple(values[:2]) if n == 2 else values[0])
-            del values[:n]
-        if mode == "call":
-            out = _as_tuple(f(*args))
-        elif mode == "fwd":
-            out = f.fwd(*args)
-        else:
-            out = _as_tuple(f.bwd(*args, grad_out=1.0 if grad_out is None else grad_out))
+        out = _call(f, mode, list(blocks), layout, has_grad_out)
     return out if len(out) > 1 else out[0]
 
 
@@ -337,7 +326,7 @@ class DaskFunction:
         # One element through the notebook's session: errors now, and the outputs' dtypes and shapes.
         sample = [np.zeros(c, dtype=a.dtype) for a, c in zip(flat, cores)]
         layout = tuple(len(g) for g in parts)
-        out = _sample_call(local, mode, sample, layout, grad_out is not None)
+        out = _call(local, mode, sample, layout, grad_out is not None)
         sizes: dict[str, int] = {}
         ins = []
         for k, c in enumerate(cores):
@@ -360,8 +349,10 @@ class DaskFunction:
         return f"<DaskFunction {self.name} of {type(self.source).__name__}>"
 
 
-def _sample_call(f: SlangFunction, mode: str, values: list[np.ndarray], layout: tuple[int, ...],
-                 has_grad_out: bool) -> tuple[np.ndarray, ...]:
+def _call(f: SlangFunction, mode: str, values: list[np.ndarray], layout: tuple[int, ...],
+          has_grad_out: bool) -> tuple[np.ndarray, ...]:
+    """`f` called (mode "call", "fwd" or "bwd") on flat `values`: per argument 1 (a value) or 2
+    ((primal, tangent) in .fwd) of them, as `layout` says, and the output gradient last if given."""
     values = list(values)
     grad_out = values.pop() if has_grad_out else None
     args: list[Any] = []
