@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ALIGN", "Segment", "SharedArrays", "empty", "map_fd", "segment_of", "shared", "unmap"]
+__all__ = ["ALIGN", "Segment", "SharedMemoryArrays", "empty", "map_fd", "segment_of", "shared", "unmap"]
 
 ALIGN = 64
 PROT_READ, PROT_WRITE, MAP_SHARED = 1, 2, 1
@@ -121,9 +121,9 @@ def shared(a: Any, dtype: Any = None) -> np.ndarray:
     return out
 
 
-class SharedArrays:
-    """The array factories of a backend whose worker process maps the caller's shared memory (cpu,
-    isolated Vulkan): arrays made here go to a dispatch without a copy."""
+class SharedMemoryArrays:
+    """The "shared_arrays" capability (backends.SharedArrays) of a backend whose worker process maps the
+    caller's shared memory (cpu, isolated Vulkan): arrays made here go to a dispatch without a copy."""
 
     def empty(self, shape: Any, dtype: Any = np.float32) -> np.ndarray:
         """An array in shared memory: kernels read and write it in place (no copy to the worker)."""

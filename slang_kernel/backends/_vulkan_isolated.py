@@ -50,7 +50,7 @@ _ERRORS: dict[str, type[Exception]] = {
     "NotImplementedError": NotImplementedError, "BackendUnavailable": BackendUnavailable}
 
 
-class IsolatedVulkanBackend(_shm.SharedArrays):
+class IsolatedVulkanBackend(_shm.SharedMemoryArrays):
     """Vulkan (slangpy/sgl) with the device in a worker process: crash-safe, stoppable. The process
     boundary costs a round trip per dispatch and a copy of each numpy array into shared memory (and
     of each written one back); Session(isolate=False) has neither, and no protection."""

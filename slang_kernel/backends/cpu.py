@@ -50,7 +50,7 @@ def create(config: BackendConfig) -> "CpuBackend":
     return CpuBackend(config)
 
 
-class CpuBackend(_shm.SharedArrays):
+class CpuBackend(_shm.SharedMemoryArrays):
     """Kernels run in a worker process by default (Session(isolate=True)): a crash, an endless loop
     or Ctrl-C costs one cell's error, never the notebook. Buffers reach the worker through shared
     memory: arrays from `empty`/`zeros`/`shared` are used in place; other numpy arrays are copied
