@@ -80,14 +80,6 @@ export function drawColumn(vid, f, g, layer, drawn, on) {
       continue;
     }
     const b = n.block;
-    if (n.cluster) {  // dataflow block cluster (drawn behind its nodes)
-      const r = sv("rect", { x: x0, y: y0, width: n.width, height: n.height, rx: 6, class: "sk-irg-cluster" }, null);
-      layer.insertBefore(r, layer.firstChild);
-      const t = sv("text", { x: x0 + 6, y: y0 + 12, class: "sk-irg-clustertext" }, null, `%${b.label} ▾`);
-      layer.insertBefore(t, r.nextSibling);
-      t.addEventListener("click", on.click(() => on.toggle(n.key)));
-      continue;
-    }
     const grp = sv("g", { class: "sk-irg-block" + (n.closed ? " sk-irg-closed" : ""), transform: `translate(${x0},${y0})` }, layer);
     grp.dataset.block = b.label;
     sv("rect", { width: n.width, height: n.height, rx: 5, class: "sk-irg-blockrect" }, grp);

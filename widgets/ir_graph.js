@@ -1,7 +1,7 @@
 // IRGraph front end (plain ESM; widgets/_esm.py inlines the vendored dagre and the _*.js modules).
 // Levels: module (functions + call/derivative edges) -> blocks (CFG; each block lists its
-// instructions; click a header to collapse) -> dataflow (instructions with def-use edges, clustered
-// by block). Several columns can be shown side by side: the primal function beside its generated
+// instructions; click a header to collapse) -> dataflow (instructions with def-use edges, tinted
+// by block; a block collapsed is one node). Several columns can be shown side by side: the primal function beside its generated
 // derivatives, or one function before/after a pass. Pan: drag; zoom: wheel; search: type, Enter = next.
 // Clicking an instruction selects it and shows its source line (from -g IR) in the cell text.
 // This module: the bar, the columns shown and drawing them; the parts are in _ir_*.js.

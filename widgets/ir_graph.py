@@ -1,7 +1,7 @@
 """IRGraph: Slang IR as an interactive graph, laid out in the browser by the vendored dagre.
 
 Levels: module (functions, call and derivative edges) -> function (basic blocks as boxes listing their
-instructions, CFG edges, loop back edges dashed) -> instructions (def-use data flow, clustered by
+instructions, CFG edges, loop back edges dashed) -> instructions (def-use data flow, tinted by
 block). Pan (drag), zoom (wheel), search by name (Enter jumps to the next hit), collapse blocks
 (click a block's header), click an instruction to see its source line in the cell. "derivatives"
 shows the primal function beside its generated s_fwd_* / s_apply_* / s_bwdProp_* functions;
