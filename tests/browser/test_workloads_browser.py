@@ -6,13 +6,27 @@ from __future__ import annotations
 
 import json
 import pathlib
-import time
 
 import pytest
 
 NOTEBOOKS = pathlib.Path(__file__).resolve().parents[2] / "notebooks"
 SETUP = ('import os\nos.environ["SLANG_KERNEL_BACKEND"] = "cpu"   # %slang_backend reads it\n'
          'os.environ["SLANG_KERNEL_QUICK"] = "1"')
+
+# installed before Run All: every frame a view draws, as [its cell's index, frames drawn, the cell
+# running ([*])], recorded by the page itself (polling from here would miss frames on a loaded machine)
+RECORD_DRAWN = """() => {
+  const nb = document.querySelector('.jp-Notebook');
+  window.__drawn = [];
+  new MutationObserver((changes) => {
+    for (const c of changes) {
+      const cell = c.target.closest('.jp-CodeCell');
+      if (!cell) continue;
+      window.__drawn.push([[...nb.querySelectorAll('.jp-CodeCell')].indexOf(cell), Number(c.target.dataset.frames),
+                           /\\[\\*\\]/.test(cell.querySelector('.jp-InputPrompt').textContent)]);
+    }
+  }).observe(nb, {attributes: true, attributeFilter: ["data-frames"], subtree: true});
+}"""
 
 
 @pytest.fixture(params=["10_gaussian_fit", "11_neural_texture"])
@@ -33,25 +47,20 @@ def test_fit_is_drawn_live_with_a_progress_bar(lab: tuple[str, str], lab_tools) 
     with lab_tools.chromium_page(f"{name}_browser_failure.png") as page:
         page.goto(url)
         lab_tools.wait_kernel_idle(page)
+        page.evaluate(RECORD_DRAWN)
         page.locator(".jp-Notebook .jp-Cell").first.click()
         page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
         page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
 
-        view = page.locator(".sk-img").first
-        view.wait_for(timeout=120_000)
         # while the training cell runs ([*]), the view's drawn-frame count keeps growing
         training = page.locator(".jp-Notebook .jp-CodeCell").filter(has=page.locator(".sk-img")).first
-        seen: set[int] = set()
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            running = "[*]" in training.locator(".jp-InputPrompt").text_content()
-            frames = int(view.get_attribute("data-frames") or 0)
-            if running:
-                seen.add(frames)
-            elif seen:
-                break
-            page.wait_for_timeout(100)
-        assert len([f for f in seen if f > 0]) >= 2, f"the view was not redrawn while training: {sorted(seen)}"
+        training.wait_for(timeout=120_000)
+        page.wait_for_function("(c) => !/\\[\\*\\]/.test(c.querySelector('.jp-InputPrompt').textContent)",
+                               arg=training.element_handle(), timeout=120_000)
+        index = training.evaluate("(c) => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell')].indexOf(c)")
+        drawn = page.evaluate("() => window.__drawn")
+        assert len({f for i, f, running in drawn if i == index and running and f > 0}) >= 2, \
+            f"the view of cell {index} was not redrawn while training: {drawn}"
 
         page.wait_for_function(
             "() => { const p = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')];"
