@@ -374,6 +374,7 @@ def run_when_connected(page, cell, deadline_s: float = 90) -> None:
     deadline = time.monotonic() + deadline_s
     while True:
         if answer_dialog(page):
+            assert time.monotonic() < deadline, "the cell never ran: the app kept asking (see the warnings)"
             continue
         cell.locator(".jp-InputArea-editor").click()
         page.keyboard.press("Shift+Enter")
