@@ -106,12 +106,12 @@ class VulkanTexture:
         self._layout: tuple[int, int, int] | None = None   # _slices(), asked of the device once
         self.format = _format_for(spy, scalar, self.channels, normalized8=self.dtype == np.uint8)
         self._stored = 4 if self.channels == 3 else self.channels
-        size = self.shape[:-1][::-1]  # width first
+        width, height, depth = self._extent()
         kind = {1: spy.TextureType.texture_1d, 2: spy.TextureType.texture_2d, 3: spy.TextureType.texture_3d}[dims]
-        extent: dict[str, int] = {"width": size[0], "height": size[1] if dims > 1 else 1, "depth": size[2] if dims > 2 else 1}
+        extent: dict[str, int] = {"width": width, "height": height, "depth": depth}
         if self.layered:   # the layer count is the outermost axis
             kind = spy.TextureType.texture_1d_array if dims == 2 else spy.TextureType.texture_2d_array
-            extent = {"width": size[0], "height": size[1] if dims == 3 else 1, "depth": 1, "array_length": size[-1]}
+            extent["array_length"] = self.shape[0]
         usage = (spy.TextureUsage.shader_resource | spy.TextureUsage.unordered_access
                  | spy.TextureUsage.copy_source | spy.TextureUsage.copy_destination)
         if self.channels == 3:   # stored as rgba: sampled only (an rgba8 storage image is tried, e.g. [format("rgba8")])
@@ -155,10 +155,11 @@ class VulkanTexture:
     # -- copies through a staging buffer in a dispatch's own command buffer ----------------------------
 
     def _extent(self) -> tuple[int, int, int]:
-        """(width, height, depth) in texels of one layer."""
-        size = self.shape[:-1][::-1]   # width first; an array texture's layer count last
-        return size[0], size[1] if self.dims > 1 and not (self.layered and self.dims == 2) else 1, \
-            size[2] if self.dims > 2 and not self.layered else 1
+        """(width, height, depth) in texels of one layer (an array texture's layer count is its outermost
+        axis, the channels its innermost)."""
+        axes = self.shape[1:-1] if self.layered else self.shape[:-1]
+        width, height, depth = (*axes[::-1], 1, 1)[:3]
+        return width, height, depth
 
     def _slices(self) -> tuple[int, int, int]:
         """(row pitch, slice count, bytes per slice) of the texels in a buffer, as the device copies
@@ -198,9 +199,14 @@ class VulkanTexture:
         return out
 
     def unstaged(self, data: np.ndarray) -> np.ndarray:
-        """What `raw()` gives, from the bytes copy_out left in a buffer."""
+        """The texels, as the device stores them (3 channels padded to 4), from the bytes copy_out left
+        in a buffer."""
         rows = self._rows(data.reshape(-1).view(np.uint8))
         return np.ascontiguousarray(rows).view(self.dtype).reshape((*self.shape[:-1], self._stored))
+
+    def texels(self, data: np.ndarray) -> np.ndarray:
+        """The texels with the texture's own channels (a view), from the bytes copy_out left in a buffer."""
+        return self.unstaged(data)[..., : self.channels]
 
     def _copies(self) -> Iterator[tuple[int, int, int, int, Any]]:
         """(layer, byte offset in the staging buffer, bytes, row pitch, extent) of each copy between the
@@ -224,10 +230,7 @@ class VulkanTexture:
             encoder.copy_texture_to_buffer(stage, offset, size, pitch, self.sgl, layer, 0, origin, extent)
 
     def numpy(self) -> np.ndarray:
-        raw = self.unstaged(self.backend.read_back(self.staging_layout()[1], self.copy_out))
-        raw = raw.reshape((*self.shape[:-1], -1))[..., : self.channels]
-        return np.ascontiguousarray(raw.view(self.dtype) if raw.dtype != self.dtype and raw.dtype.itemsize == self.dtype.itemsize
-                                    else raw.astype(self.dtype, copy=False))
+        return np.ascontiguousarray(self.texels(self.backend.read_back(self.staging_layout()[1], self.copy_out)))
 
     def __repr__(self) -> str:
         return f"<VulkanTexture {self.format.name} {self.shape} on {self.backend.adapter}>"
