@@ -147,15 +147,12 @@ class _Binder:
         if fmt is None:
             raise ParameterError(f"parameter `{name}` is {t.name}: no Vulkan texel format holds {base} x "
                                  f"{shape[0] if shape else 1}; use a StructuredBuffer")
-        if isinstance(v, VulkanBuffer):
-            if v.backend is not self.b:
-                raise ParameterError(f"parameter `{name}`: that buffer belongs to another Vulkan session")
-            if v.format != fmt:
+        dev = self._on_device(v, VulkanBuffer, name)
+        if dev is not None:
+            if isinstance(v, VulkanBuffer) and v.format != fmt:
                 raise ParameterError(f"parameter `{name}` is {t.name}: that device buffer holds {v.dtype} "
                                      f"{v.shape}, not elements of {base}" + (f" x {shape[0]}" if shape else ""))
-            return v.sgl
-        if type(v).__name__ == "Buffer" and hasattr(v, "to_numpy"):
-            return v
+            return dev
         return self._numpy_buffer(t, v, buffer_array(v, name, t)[0], "typed", fmt)
 
     def _numpy_buffer(self, t: TypeInfo, v: Any, arr: np.ndarray, kind: str, format: Any = None,
@@ -262,11 +259,7 @@ class _Binder:
             out = self._stage_out(tex.staging_layout()[1], tex.copy_out)
 
             def back() -> None:
-                raw = tex.unstaged(np.asarray(out.to_numpy()))
-                raw = raw.reshape((*shape[:-1], -1))
-                if raw.dtype != dev_dtype:
-                    raw = raw.view(dev_dtype)
-                got = raw[..., :channels].reshape(target.shape)
+                got = tex.texels(np.asarray(out.to_numpy())).reshape(target.shape)
                 if unorm8:
                     got = np.clip(np.rint(got * 255.0), 0, 255)
                 np.copyto(target, got, casting="unsafe")
