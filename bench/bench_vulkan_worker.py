@@ -17,9 +17,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # the checkout's slang_kernel
+sys.path.insert(0, str(Path(__file__).resolve().parent))       # bench/'s _timing and bench_vulkan
 
 import slang_kernel as sk  # noqa: E402
 from _timing import median_ms  # noqa: E402

@@ -263,7 +263,6 @@ def peer_splat(device: str, size: int, blobs: int, warm: int, iters: int,
         "one call per kernel per iteration"
 
 
-
 def peer_neural(device: str, res: int, batch: int, warm: int, iters: int) -> tuple[float, float, str]:
     spy, dev = spy_device(device)
     module = spy.Module.load_from_file(dev, "neural_texture_0431.slang")

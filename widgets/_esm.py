@@ -8,8 +8,8 @@ own imports inlined the same way, every module once per bundle."""
 from __future__ import annotations
 
 import pathlib
-from typing import Any
 import re
+from typing import Any
 
 __all__ = ["bundle_css", "bundle_esm"]
 
