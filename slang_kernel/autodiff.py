@@ -46,6 +46,11 @@ class GradCheck:
         return all(self.ok)
 
 
+def _is_tensor(value: object) -> bool:
+    """A torch tensor, known without importing torch (the one test before handing over to slang_kernel.torch)."""
+    return type(value).__module__.startswith("torch")
+
+
 class SlangFunction:
     """Call with numpy arrays (broadcast like numpy); `.fwd` and `.bwd` give derivatives."""
 
@@ -230,7 +235,21 @@ class SlangFunction:
         idx = [i for i, (_, _, d) in enumerate(fn.params) if d != "out"]
         return dict(zip(idx, args))
 
+    def _untorch(self, args: Sequence[Any]) -> Sequence[Any]:
+        """Tensor arguments checked and as arrays (slang_kernel.torch; torch is imported only if one is here)."""
+        if not any(_is_tensor(a) or isinstance(a, tuple) and any(map(_is_tensor, a)) for a in args):
+            return args
+        from .torch.autograd import plain_args
+
+        return plain_args(self, args, grad_ok=True)
+
     def __call__(self, *args: Any) -> Any:
+        """Results as numpy arrays; with torch tensors, as tensors, in torch's autograd graph where a
+        differentiable input requires grad (slang_kernel.torch.autograd)."""
+        if any(_is_tensor(a) for a in args):
+            from .torch.autograd import call
+
+            return call(self, args)
         fn = self.info(len(args))
         given = self._bind_args(args, fn)
         out = self._run(fn, "call", {f"sk_a{i}": v for i, v in given.items()})
@@ -240,6 +259,7 @@ class SlangFunction:
     def fwd(self, *args: Any) -> tuple[np.ndarray, np.ndarray]:
         """Forward mode: each differentiable input as (primal, tangent) (a plain value means tangent 0).
         Returns (value, directional derivative)."""
+        args = self._untorch(args)
         fn = self.info(len(args))
         diff = set(self.differentiable_params(fn))
         inputs: dict[str, Any] = {}
@@ -256,6 +276,11 @@ class SlangFunction:
         """Reverse mode: gradients of each differentiable input (a tuple if several), scaled by grad_out.
         check_finite (default: the session's): raise NonFiniteError naming the first input whose
         gradient holds a NaN/Inf (slang_kernel.finite)."""
+        args = self._untorch(args)
+        if _is_tensor(grad_out):
+            from .torch.tensors import to_array
+
+            grad_out = to_array(grad_out, "cpu")
         fn = self.info(len(args))
         inputs = {f"sk_a{i}": v for i, v in self._bind_args(args, fn).items()}
         if fn.result not in ("void", ""):
@@ -269,6 +294,7 @@ class SlangFunction:
 
     def check_grad(self, *args: Any, eps: float = 1e-3, rtol: float = 1e-2, atol: float = 1e-3) -> GradCheck:
         """Compare .bwd with central finite differences of the primal, for scalar float inputs."""
+        args = self._untorch(args)
         fn = self.info(len(args))
         diff = self.differentiable_params(fn)
         auto = self.bwd(*args)
