@@ -47,7 +47,7 @@ def plain_args(function: SessionFunction, args: Sequence[Any], *, grad_ok: bool 
     `.fwd` and `check_grad` run on. grad_ok: tensors that require grad are taken on any parameter."""
     fn = function.info(len(args))
     backend = function.session.backend.name
-    diff = set(function.differentiable_params(fn))
+    diff = set(function.differentiable_params(fn)) if fn.differentiable else set()
     out = []
     for (i, pname, ptype), value in zip(_inputs(fn), args):
         if isinstance(value, tuple):   # .fwd's (primal, tangent)
