@@ -235,13 +235,13 @@ class SlangFunction:
         idx = [i for i, (_, _, d) in enumerate(fn.params) if d != "out"]
         return dict(zip(idx, args))
 
-    def _untorch(self, args: Sequence[Any]) -> Sequence[Any]:
+    def _untorch(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
         """Tensor arguments checked and as arrays (slang_kernel.torch; torch is imported only if one is here)."""
         if not any(_is_tensor(a) or isinstance(a, tuple) and any(map(_is_tensor, a)) for a in args):
             return args
         from .torch.autograd import plain_args
 
-        return plain_args(self, args, grad_ok=True)
+        return tuple(plain_args(self, args, grad_ok=True))
 
     def __call__(self, *args: Any) -> Any:
         """Results as numpy arrays; with torch tensors, as tensors, in torch's autograd graph where a

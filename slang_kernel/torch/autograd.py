@@ -75,7 +75,7 @@ def call(function: SessionFunction, args: Sequence[Any]) -> Any:
         raise TypeError(f"{function.name}(): autograd takes a [Differentiable] function with `in` parameters "
                         f"and a result; {fn.signature} is not one. Pass `.detach()` tensors to call it without "
                         "gradients")
-    return _SlangCall.apply(function, arrays, positions, like, *args)
+    return _SlangCall.apply(function, arrays, positions, like, *args)  # type: ignore[no-untyped-call]
 
 
 def _sum_to(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
