@@ -79,7 +79,7 @@ def main() -> None:
         else:
             rows["slangpy"] = median_ms(step(peer, x, w, sync), a.repeat)
     for name, ms in rows.items():
-        print(f"{name:>14}: {ms:8.2f} ms/step   slang_kernel speed relative to it: {ms / rows["slang_kernel"]:.2f}x")
+        print(f"{name:>14}: {ms:8.2f} ms/step   slang_kernel speed relative to it: {ms / rows['slang_kernel']:.2f}x")
     s.close()
 
 
