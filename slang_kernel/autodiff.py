@@ -197,12 +197,17 @@ class SlangFunction:
             if t.element is None:
                 raise ParameterError(f"{self.name}: cannot map {t.name} to numpy")
             elem[b] = element_dtype(t.element)
+        xp: Any = np
+        if any(hasattr(v, "__cuda_array_interface__") for v in inputs.values()):
+            import cupy   # device arrays (CuPy views of CUDA tensors): broadcast and allocate on the device
+
+            xp = cupy
         arrays: dict[str, np.ndarray] = {}
         batch: list[tuple[int, ...]] = []
         for b, value in inputs.items():
             dt, shp = elem[b]
             try:
-                arr = np.asarray(value, dtype=dt) if dt.fields is None else np.asarray(value)
+                arr = xp.asarray(value, dtype=dt) if dt.fields is None else np.asarray(value)
             except (TypeError, ValueError):
                 raise ParameterError(f"{self.name}: argument for {params[b].type.element.name} "  # type: ignore[union-attr]
                                      f"could not be converted to {dt}") from None
@@ -219,12 +224,12 @@ class SlangFunction:
         values: dict[str, Any] = {"sk_n": np.uint32(n)}
         for b, arr in arrays.items():
             _, shp = elem[b]
-            values[b] = np.ascontiguousarray(np.broadcast_to(arr, shape + shp)).reshape((n,) + shp)
+            values[b] = xp.ascontiguousarray(xp.broadcast_to(arr, shape + shp)).reshape((n,) + shp)
         outputs = {}
         for b, role, _ in bufs:
             if b not in values:
                 dt, shp = elem[b]
-                outputs[b] = np.zeros((max(n, 1),) + shp, dt)
+                outputs[b] = xp.zeros((max(n, 1),) + shp, dt)
                 values[b] = outputs[b]
         if n:
             s = self.session
@@ -235,13 +240,14 @@ class SlangFunction:
         idx = [i for i, (_, _, d) in enumerate(fn.params) if d != "out"]
         return dict(zip(idx, args))
 
-    def _untorch(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
-        """Tensor arguments checked and as arrays (slang_kernel.torch; torch is imported only if one is here)."""
+    def _untorch(self, args: tuple[Any, ...], host: bool = False) -> tuple[Any, ...]:
+        """Tensor arguments checked and as arrays (slang_kernel.torch; torch is imported only if one is
+        here): views on the backend's device, or numpy arrays where `host`."""
         if not any(_is_tensor(a) or isinstance(a, tuple) and any(map(_is_tensor, a)) for a in args):
             return args
         from .torch.autograd import plain_args
 
-        return tuple(plain_args(self, args, grad_ok=True))
+        return tuple(plain_args(self, args, grad_ok=True, host=host))
 
     def __call__(self, *args: Any) -> Any:
         """Results as numpy arrays; with torch tensors, as tensors, in torch's autograd graph where a
@@ -259,7 +265,7 @@ class SlangFunction:
     def fwd(self, *args: Any) -> tuple[np.ndarray, np.ndarray]:
         """Forward mode: each differentiable input as (primal, tangent) (a plain value means tangent 0).
         Returns (value, directional derivative)."""
-        args = self._untorch(args)
+        args = self._untorch(args, host=True)
         fn = self.info(len(args))
         diff = set(self.differentiable_params(fn))
         inputs: dict[str, Any] = {}
@@ -280,7 +286,7 @@ class SlangFunction:
         if _is_tensor(grad_out):
             from .torch.tensors import to_array
 
-            grad_out = to_array(grad_out, "cpu")
+            grad_out = to_array(grad_out, self.session.backend.name)
         fn = self.info(len(args))
         inputs = {f"sk_a{i}": v for i, v in self._bind_args(args, fn).items()}
         if fn.result not in ("void", ""):
@@ -294,7 +300,7 @@ class SlangFunction:
 
     def check_grad(self, *args: Any, eps: float = 1e-3, rtol: float = 1e-2, atol: float = 1e-3) -> GradCheck:
         """Compare .bwd with central finite differences of the primal, for scalar float inputs."""
-        args = self._untorch(args)
+        args = self._untorch(args, host=True)
         fn = self.info(len(args))
         diff = self.differentiable_params(fn)
         auto = self.bwd(*args)

@@ -218,18 +218,11 @@ class ComputeKernel:
         else:
             build = self.compiled()
         for v in params.values():
-            if type(v).__module__.startswith("torch"):   # a torch tensor: checked, as a view (slang_kernel.torch)
-                params = self._untorch(build, params)
-                break
+            if type(v).__module__.startswith("torch"):   # a torch tensor: checked and viewed (slang_kernel.torch)
+                from .torch.tensors import kernel_call
+
+                return kernel_call(self, build, threads, groups, check_finite, params)
         self.dispatch_build(build, self.checked_groups(build, threads, groups, params), check_finite, params)
-
-    def _untorch(self, build: CompiledKernel, params: dict[str, Any]) -> dict[str, Any]:
-        """Torch tensors checked (device, dtype, layout, requires_grad) and replaced by array views, so
-        RW buffers are written into them in place."""
-        from .torch.tensors import kernel_values
-
-        types = {p.name: p.type.name for p in (*build.entry_point.uniforms, *build.reflection.globals)}
-        return kernel_values(self.name, params, types, self.session.backend.name)
 
     def debug(self, thread: Sequence[int] = (0, 0, 0), *, threads: Any = None, groups: Any = None,
               **params: Any) -> "ThreadDebug":

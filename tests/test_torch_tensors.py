@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 import pytest
 
@@ -81,10 +83,18 @@ def test_the_scalar_dtype_of_slang_types() -> None:
 
 
 @pytest.mark.cuda
-def test_cuda_tensors_pass_through_without_copies(open_session: object) -> None:
+def test_cuda_tensors_pass_through_without_copies(open_session: Callable[..., sk.Session]) -> None:
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device for torch here")
-    from slang_kernel.torch.tensors import to_array
+    from slang_kernel.torch.autograd import plain_args
 
-    x = torch.arange(16, dtype=torch.float32, device="cuda")
-    assert to_array(x, "cuda").data.ptr == x.data_ptr()
+    s = open_session("cuda")
+    s.run_cell("[Differentiable] float tt_sq(float x) { return x * x; }", name="tt_sq")
+    f = s.function("tt_sq")
+    x = torch.arange(16, dtype=torch.float32, device="cuda", requires_grad=True)
+    assert plain_args(f, (x,))[0].data.ptr == x.data_ptr()          # a CuPy view, not a copy
+    y = f(x)
+    assert y.is_cuda and y.grad_fn is not None
+    y.backward(torch.ones_like(y))
+    assert x.grad.tolist() == [2.0 * i for i in range(16)]
+    s.close()

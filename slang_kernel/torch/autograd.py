@@ -16,7 +16,7 @@ import numpy as np
 import torch  # this module is imported only once a tensor is met
 
 from ..compiler.reflection import FunctionInfo
-from .tensors import TensorSpec, is_tensor, to_array, to_tensor
+from .tensors import TensorSpec, is_tensor, on_torch_stream, to_array, to_tensor
 
 __all__ = ["SessionFunction", "call", "plain_args"]
 
@@ -42,19 +42,22 @@ def _inputs(fn: FunctionInfo) -> list[tuple[int, str, str]]:
     return [(i, n, t) for i, (n, t, d) in enumerate(fn.params) if d != "out"]
 
 
-def plain_args(function: SessionFunction, args: Sequence[Any], *, grad_ok: bool = False) -> list[Any]:
-    """`args` with each tensor checked and replaced by its (detached) array; what `.bwd`,
-    `.fwd` and `check_grad` run on. grad_ok: tensors that require grad are taken on any parameter."""
+def plain_args(function: SessionFunction, args: Sequence[Any], *, grad_ok: bool = False,
+               host: bool = False) -> list[Any]:
+    """`args` with each tensor checked and replaced by its (detached) array, a view on the backend's
+    device (CuPy on CUDA) or, where `host`, a numpy array; what calls, `.bwd`, `.fwd` and
+    `check_grad` run on. grad_ok: tensors that require grad are taken on any parameter."""
     fn = function.info(len(args))
     backend = function.session.backend.name
+    where = "cpu" if host else backend
     diff = set(function.differentiable_params(fn)) if fn.differentiable else set()
     out = []
     for (i, pname, ptype), value in zip(_inputs(fn), args):
         if isinstance(value, tuple):   # .fwd's (primal, tangent)
-            value = tuple(to_array(v, "cpu") if is_tensor(v) else v for v in value)
+            value = tuple(to_array(v, where) if is_tensor(v) else v for v in value)
         elif is_tensor(value):
             TensorSpec(f"{function.name}()", pname, ptype, backend).check(value, grad_ok=grad_ok or i in diff)
-            value = to_array(value, "cpu" if backend == "cuda" else backend)  # functions broadcast with numpy
+            value = to_array(value, where)
         out.append(value)
     return out
 
@@ -69,7 +72,8 @@ def call(function: SessionFunction, args: Sequence[Any]) -> Any:
     positions = [k for k, (i, _, _) in enumerate(_inputs(fn)) if i in diff]
     tracked = [k for k in positions if is_tensor(args[k]) and args[k].requires_grad]
     if not tracked or not torch.is_grad_enabled():
-        result = function(*arrays)
+        with on_torch_stream(like):
+            result = function(*arrays)
         return tuple(to_tensor(r, like) for r in result) if isinstance(result, tuple) else to_tensor(result, like)
     if not fn.differentiable or fn.result in ("void", "") or any(d != "in" for _, _, d in fn.params):
         raise TypeError(f"{function.name}(): autograd takes a [Differentiable] function with `in` parameters "
@@ -78,7 +82,7 @@ def call(function: SessionFunction, args: Sequence[Any]) -> Any:
     return _SlangCall.apply(function, arrays, positions, like, *args)  # type: ignore[no-untyped-call]
 
 
-def _sum_to(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+def _sum_to(grad: Any, shape: tuple[int, ...]) -> Any:
     """Sum a broadcast gradient down to the shape of the input it belongs to (as torch does)."""
     lead = grad.ndim - len(shape)
     g = grad.sum(axis=tuple(range(lead))) if lead > 0 else grad
@@ -94,16 +98,18 @@ class _SlangCall(torch.autograd.Function):
                 *tensors: Any) -> Any:
         ctx.function, ctx.arrays, ctx.positions = function, arrays, positions
         ctx.shapes = [tuple(np.shape(a)) for a in arrays]
-        return to_tensor(np.asarray(function(*arrays)), like)
+        with on_torch_stream(like):
+            return to_tensor(function(*arrays), like)
 
     @staticmethod
     def backward(ctx: Any, *grad_outs: Any) -> Any:
         function: SessionFunction = ctx.function
         grad_out = grad_outs[0]
-        g = function.bwd(*ctx.arrays, grad_out=grad_out.detach().cpu().numpy())
+        with on_torch_stream(grad_out):
+            g = function.bwd(*ctx.arrays, grad_out=to_array(grad_out, function.session.backend.name))
         grads = g if isinstance(g, tuple) else (g,)
         out: list[Any] = [None] * (4 + len(ctx.arrays))
         for k, grad in zip(ctx.positions, grads):
             if ctx.needs_input_grad[4 + k]:
-                out[4 + k] = to_tensor(_sum_to(np.asarray(grad), ctx.shapes[k]), grad_out)
+                out[4 + k] = to_tensor(_sum_to(grad, ctx.shapes[k]), grad_out)
         return tuple(out)

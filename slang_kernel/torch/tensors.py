@@ -4,21 +4,23 @@ Where a tensor may go, by backend:
 - cpu:    CPU tensors, as numpy views of the tensor's memory (no copy; RW buffers written in place).
 - vulkan: CPU tensors, as numpy views; the Vulkan backend copies them to the device and back, as it
           does every numpy array (host copies, not interop).
-- cuda:   CUDA tensors, as CuPy views (no copy) for kernels; a Session *function* on CUDA copies
-          through the host (its vectorising wrapper broadcasts with numpy).
+- cuda:   CUDA tensors, as CuPy views (no copy), launched on torch's current stream; a function's
+          results are CuPy arrays handed to torch without a copy.
 A tensor on the other device is refused naming the parameter and both devices. Torch is imported
 only here and in `autograd`, and only once a tensor has been met.
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+import contextlib
+from typing import Any, Iterator, Mapping
 
 import numpy as np
 
 from ..errors import ParameterError
 
-__all__ = ["TensorSpec", "backend_device", "is_tensor", "kernel_values", "scalar_dtype", "to_array", "to_tensor"]
+__all__ = ["TensorSpec", "backend_device", "is_tensor", "kernel_call", "kernel_values", "on_torch_stream",
+           "scalar_dtype", "to_array", "to_tensor"]
 
 _SCALARS = {"float": np.float32, "double": np.float64, "half": np.float16, "int": np.int32,
             "uint": np.uint32, "int64_t": np.int64, "uint64_t": np.uint64, "int16_t": np.int16,
@@ -104,6 +106,32 @@ def to_tensor(array: Any, like: Any) -> Any:
         t = torch.from_numpy(np.ascontiguousarray(array))
         return t if like.device.type == "cpu" else t.to(like.device)
     return torch.as_tensor(array, device=like.device)
+
+
+@contextlib.contextmanager
+def on_torch_stream(like: Any) -> Iterator[None]:
+    """For a CUDA tensor: CuPy's current stream is torch's, so the backend launches (and its
+    copies run) in order with torch's work; otherwise nothing."""
+    if like.device.type != "cuda":
+        yield
+        return
+    import cupy
+    import torch
+
+    with cupy.cuda.ExternalStream(torch.cuda.current_stream(like.device).cuda_stream):
+        yield
+
+
+def kernel_call(kernel: Any, build: Any, threads: Any, groups: Any, check_finite: bool | None,
+                params: Mapping[str, Any]) -> None:
+    """A ComputeKernel call (`kernel.__call__` hands over here when a parameter is a tensor): the
+    tensors checked and viewed, then the one dispatch path, on torch's stream."""
+    values = kernel_values(kernel.name, params, {p.name: p.type.name for p in (*build.entry_point.uniforms,
+                                                                              *build.reflection.globals)},
+                           kernel.session.backend.name)
+    like = next(v for v in params.values() if is_tensor(v))
+    with on_torch_stream(like):
+        kernel.dispatch_build(build, kernel.checked_groups(build, threads, groups, values), check_finite, values)
 
 
 def kernel_values(kernel_name: str, params: Mapping[str, Any], types: Mapping[str, str],
