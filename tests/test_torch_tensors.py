@@ -98,3 +98,19 @@ def test_cuda_tensors_pass_through_without_copies(open_session: Callable[..., sk
     y.backward(torch.ones_like(y))
     assert x.grad.tolist() == [2.0 * i for i in range(16)]
     s.close()
+
+
+def test_the_nan_finder_and_checked_launches_see_tensors(open_session: Callable[..., sk.Session]) -> None:
+    s = open_session("cpu", checked=True)
+    try:
+        s.run_cell(KERNELS + """
+[shader("compute")][numthreads(4, 1, 1)]
+void tt_over(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> y) { y[t.x + 1] = 1.0; }""",
+                   name="torch_tensors")
+        y = torch.zeros(4)
+        with pytest.raises(sk.NonFiniteError, match="y"):
+            s.kernel("tt_axpy")(threads=4, a=float("inf"), x=torch.ones(4), y=y, check_finite=True)
+        with pytest.raises(sk.BoundsError):
+            s.kernel("tt_over")(threads=4, y=torch.zeros(4))
+    finally:
+        s.close()
