@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import re
 from collections import namedtuple
+from functools import partial
 from typing import Any, Mapping, Sequence
 
 from ...compiler.reflection import FunctionInfo
@@ -40,7 +41,7 @@ class BoundKernel:
         for (name, slang_type, _), ct in zip(info.params, ctypes_):
             element = _TENSOR_ELEMENT.match(slang_type)
             el = element.group(1) if element else None
-            self.data.append(pack(ct, args[name], name, lambda v, w, el=el: tensor_view(v, w, el)))
+            self.data.append(pack(ct, args[name], name, partial(_typed_view, el)))
 
     def launchRaw(self, blockSize: Sequence[int], gridSize: Sequence[int]) -> None:  # noqa: N802 - slangtorch's name
         import cupy
@@ -51,6 +52,10 @@ class BoundKernel:
         block = (tuple(blockSize) + (1, 1))[:3]
         grid = (tuple(gridSize) + (1, 1))[:3]
         cupy.cuda.driver.launchKernel(fn.ptr, *grid, *block, 0, _current_stream(), ctypes.addressof(params), 0)
+
+
+def _typed_view(element: str | None, value: Any, where: str) -> bytes:
+    return tensor_view(value, where, element)
 
 
 def _current_stream() -> int:
