@@ -13,6 +13,8 @@ from collections import namedtuple
 from functools import partial
 from typing import Any, Mapping, Sequence
 
+from ...backends._cpu_build import body
+from ...backends._cuda_fp16 import half_options, uses_half
 from ...compiler.reflection import FunctionInfo
 from ._layout import CType, Layouts, kernel_signatures, pack, slang_name
 from ._views import tensor_view
@@ -139,7 +141,10 @@ class SlangTorchModule:
         import cupy
 
         if self._cuda_module is None:
-            self._cuda_module = cupy.RawModule(code=self.code, options=self.nvrtc_options,
+            options = self.nvrtc_options
+            if uses_half(body(self.code)):   # Slang's prelude includes cuda_fp16.h only when asked
+                options += half_options(cupy, self.name, self.name)
+            self._cuda_module = cupy.RawModule(code=self.code, options=options,
                                                name_expressions=list(self._signatures))
         fn = self._functions.get(symbol)
         if fn is None:
