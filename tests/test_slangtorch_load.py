@@ -122,3 +122,23 @@ def test_every_slangtorch_keyword_is_accepted(tmp_path: Path, loader: Loader) ->
 def test_a_missing_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="nope.slang"):
         slangtorch.loadModule(tmp_path / "nope.slang")
+
+
+def test_torch_entry_points_say_they_are_not_run_yet(tmp_path: Path, loader: Loader) -> None:
+    path = _write(tmp_path, "entry.slang", """
+[CudaKernel]
+void mul_kernel(TensorView<float> A, TensorView<float> result) { result[uint2(0, 0)] = A[uint2(0, 0)]; }
+
+[TorchEntryPoint]
+TorchTensor<float> multiply(TorchTensor<float> A)
+{
+    var result = TorchTensor<float>.zerosLike(A);
+    let blockCount = uint3(1);
+    let groupSize = uint3(A.size(0), A.size(1), 1);
+    __dispatch_kernel(mul_kernel, blockCount, groupSize)(A, result);
+    return result;
+}""")
+    m = slangtorch.loadModule(path, loader=loader)
+    assert m.kernels == ("mul_kernel",)
+    with pytest.raises(NotImplementedError, match=r"multiply is a \[TorchEntryPoint\].*launchRaw"):
+        m.multiply

@@ -109,6 +109,8 @@ class SlangTorchModule:
                 if symbol in self._signatures and len(self._signatures[symbol]) == len(info.params):
                     self._handles[fname] = KernelHandle(self, fname, info, symbol)
                     break
+        self._host = {n for n, f in functions.items() if "TorchTensor" in f.result or any(
+            "TorchTensor" in t for _, t, _ in f.params)}   # [TorchEntryPoint] host functions
         self._structs = self._struct_types()
         self._cuda_module: Any = None
         self._functions: dict[str, Any] = {}
@@ -158,5 +160,10 @@ class SlangTorchModule:
             return d["_handles"][name]
         if name in d.get("_structs", {}):
             return d["_structs"][name]
+        if name in d.get("_host", ()):
+            raise NotImplementedError(
+                f"{name} is a [TorchEntryPoint] function (TorchTensor host code), which slang_kernel.slangtorch "
+                "does not run yet; launch the [CUDAKernel]s it dispatches with launchRaw, or mark them "
+                "[AutoPyBindCUDA] and call them from Python")
         raise AttributeError(f"module {d.get('name')!r} has no kernel or struct {name!r}; kernels: "
                              f"{', '.join(d.get('_handles', {})) or 'none'}")
