@@ -1,0 +1,119 @@
+"""`loadModule`: a .slang file (or source text) compiled to CUDA by the session's compiler, cached.
+
+The module's own folder and `includePaths` are the search path for `import`/`#include` and for the
+headers a `__requirePrelude` pulls into the CUDA code. The build cache key covers the source, the
+defines, the search path and the content of every source and header in its folders (so an edited
+imported file or CUDA prelude rebuilds on the next `loadModule`), and the compiler version.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from ...cache import default_cache_dir, digest
+from ...compiler.diagnostics import SlangCompileError
+from ...session import Session
+from ._module import SlangTorchModule
+
+__all__ = ["Loader", "ModuleSource", "SlangTorchLoadError"]
+
+_SOURCE_SUFFIXES = (".slang", ".slangh", ".h", ".hpp", ".cuh", ".hlsl")
+_NVRTC_OPTIONS = ("--std=c++17", "-default-device")
+
+
+class SlangTorchLoadError(RuntimeError):
+    """A module did not compile (slangtorch raises RuntimeError); the message has file and line."""
+
+
+@dataclass(frozen=True)
+class ModuleSource:
+    """Everything that determines a module's code: its text and where imports are looked up."""
+
+    name: str          # the Slang module name (an identifier)
+    label: str         # what diagnostics call it: the file's path
+    text: str
+    defines: tuple[tuple[str, str], ...]
+    search_path: tuple[str, ...]
+
+    @classmethod
+    def of(cls, source_or_path: str | os.PathLike[str], defines: Mapping[str, Any],
+           include_paths: Sequence[str | os.PathLike[str]]) -> "ModuleSource":
+        text = str(source_or_path)
+        path = Path(text)
+        extra = tuple(str(Path(p).resolve()) for p in include_paths)
+        if "\n" not in text and path.suffix in (".slang", ".slangh") and path.is_file():
+            stem = "".join(c if c.isalnum() else "_" for c in path.stem)
+            return cls(stem, str(path.resolve()), path.read_text(), _defines(defines),
+                       (str(path.resolve().parent),) + extra)
+        if "\n" not in text and path.suffix == ".slang":
+            raise FileNotFoundError(f"no Slang file at {path.resolve()}")
+        return cls("slangtorch_module", "slangtorch_module", text, _defines(defines), (os.getcwd(),) + extra)
+
+    def dependencies_digest(self) -> str:
+        """The content of every source and header in the search folders (imports are found there)."""
+        parts: list[str | bytes] = []
+        for folder in self.search_path:
+            try:
+                entries = sorted(os.scandir(folder), key=lambda e: e.name)
+            except OSError:
+                continue
+            for e in entries:
+                if e.name.endswith(_SOURCE_SUFFIXES) and e.is_file():
+                    parts += [e.path, Path(e.path).read_bytes()]
+        return digest(*parts)
+
+
+def _defines(defines: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((str(k), str(v)) for k, v in defines.items()))
+
+
+class Loader:
+    """Loads modules into one compiler session (started on first use), kept by `loadModule`'s caller."""
+
+    def __init__(self, cache_dir: str | os.PathLike[str] | None = None) -> None:
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir() / "slangtorch"
+        self._session: Session | None = None
+        self.loaded: dict[str, SlangTorchModule] = {}
+
+    @property
+    def session(self) -> Session:
+        if self._session is None:
+            # Only the compiler is used (CUDA code is built by NVRTC); its own cache folder, so that
+            # clearPersistentShaderCache empties slangtorch modules' builds and nothing else.
+            self._session = Session(backend="cpu", cache_dir=str(self.cache_dir))
+        return self._session
+
+    def load(self, src: ModuleSource, verbose: bool = False) -> SlangTorchModule:
+        deps = src.dependencies_digest()
+        key = digest(src.text, repr(src.defines), repr(src.search_path), deps)
+        module = self.loaded.get(key)
+        if module is not None:
+            return module
+        options: list[str] = []
+        for folder in src.search_path:
+            options += ["-I", folder]
+        cell = f"{src.name}_{key[:12]}"
+        defines = dict(src.defines) | {"SLANGTORCH_SOURCES_DIGEST": deps[:16]}
+        session = self.session
+        try:   # one module at a time in the session: cells see each other, modules must not
+            result = session.run_cell(src.text, name=cell, defines=defines, options=options, label=src.label)
+            compiled = session.engine.compile(session.engine.request(
+                "compile", cell=result.name, append="", module=session.cell(result.name).module, target="cuda"))[""]
+            functions = {f.name: f for d in session.cell(result.name).decls for f in d.functions}
+        except SlangCompileError as exc:
+            raise SlangTorchLoadError(str(exc)) from None
+        finally:
+            if cell in session.cells:
+                session.remove_cell(cell)
+        if verbose:
+            print(f"slangtorch: compiled {src.label} ({len(compiled.code)} bytes of CUDA)")
+        nvrtc = list(_NVRTC_OPTIONS) + [f"-I{folder}" for folder in src.search_path]
+        code = f"// sources {deps}\n{compiled.code}"   # CuPy's binary cache keys on the text: headers included
+        module = self.loaded[key] = SlangTorchModule(src.name, code, functions, nvrtc)
+        return module
+
+    def clear(self) -> None:
+        self.loaded.clear()

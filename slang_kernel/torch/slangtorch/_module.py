@@ -1,0 +1,169 @@
+"""A loaded slangtorch module: its kernels as attributes, bound with arguments, launched with `launchRaw`.
+
+Kernels are the functions the compiler lowered to `__global__` functions: `[AutoPyBindCUDA]` ones as
+`__kernel__NAME` (with `_fwd_diff`/`_bwd_diff` for `[Differentiable]` kernels), plain `[CUDAKernel]`
+ones under their own name. Launches go on torch's current CUDA stream through the CUDA driver.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+from collections import namedtuple
+from functools import partial
+from typing import Any, Mapping, Sequence
+
+from ...backends._cpu_build import body
+from ...backends._cuda_fp16 import half_options, uses_half
+from ...compiler.reflection import FunctionInfo
+from ._layout import CType, Layouts, kernel_signatures, pack, slang_name
+from ._views import tensor_view
+
+__all__ = ["BoundKernel", "KernelHandle", "SlangTorchModule"]
+
+_TENSOR_ELEMENT = re.compile(r"^TensorView<\s*(\w+)\s*>$")
+
+
+class BoundKernel:
+    """A kernel with its arguments packed; `launchRaw` launches it."""
+
+    def __init__(self, module: "SlangTorchModule", symbol: str, info: FunctionInfo, args: Mapping[str, Any]) -> None:
+        names = [p[0] for p in info.params]
+        missing = [n for n in names if n not in args]
+        extra = [n for n in args if n not in names]
+        if missing or extra:
+            problems = [f"missing {', '.join(missing)}"] if missing else []
+            problems += [f"unknown {', '.join(extra)}"] if extra else []
+            raise TypeError(f"{info.name}(): " + "; ".join(problems)
+                            + f". Parameters: {', '.join(f'{t} {n}' for n, t, _ in info.params)} (pass them by name)")
+        self.module, self.symbol = module, symbol
+        ctypes_ = module.param_types(symbol)
+        self.keep = [args[n] for n in names]   # the tensors stay alive until the launch is queued
+        self.data = []
+        for (name, slang_type, _), ct in zip(info.params, ctypes_):
+            element = _TENSOR_ELEMENT.match(slang_type)
+            el = element.group(1) if element else None
+            self.data.append(pack(ct, args[name], name, partial(_typed_view, el)))
+
+    def launchRaw(self, blockSize: Sequence[int], gridSize: Sequence[int]) -> None:  # noqa: N802 - slangtorch's name
+        import cupy
+
+        fn = self.module.function(self.symbol)
+        holders = [ctypes.create_string_buffer(d, max(1, len(d))) for d in self.data]
+        params = (ctypes.c_void_p * max(1, len(holders)))(*[ctypes.addressof(h) for h in holders])
+        block = (tuple(blockSize) + (1, 1))[:3]
+        grid = (tuple(gridSize) + (1, 1))[:3]
+        cupy.cuda.driver.launchKernel(fn.ptr, *grid, *block, 0, _current_stream(), ctypes.addressof(params), 0)
+
+
+def _typed_view(element: str | None, value: Any, where: str) -> bytes:
+    return tensor_view(value, where, element)
+
+
+def _current_stream() -> int:
+    """torch's current CUDA stream where torch is loaded, else CuPy's."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        return int(torch.cuda.current_stream().cuda_stream)
+    import cupy
+
+    return int(cupy.cuda.get_current_stream().ptr)
+
+
+class KernelHandle:
+    """`m.square(...)`, with `.fwd(...)` and `.bwd(...)` for [Differentiable] kernels."""
+
+    def __init__(self, module: "SlangTorchModule", name: str, info: FunctionInfo, symbol: str) -> None:
+        self.module, self.name, self.info, self.symbol = module, name, info, symbol
+
+    def __call__(self, **args: Any) -> BoundKernel:
+        return BoundKernel(self.module, self.symbol, self.info, args)
+
+    def _diff(self, mode: str, args: Mapping[str, Any]) -> BoundKernel:
+        symbol = f"{self.symbol}_{mode}_diff"
+        if not self.module.has_symbol(symbol):
+            raise TypeError(f"{self.name} has no .{mode}(): it needs [Differentiable] and [AutoPyBindCUDA]")
+        return BoundKernel(self.module, symbol, self.info, args)
+
+    def fwd(self, **args: Any) -> BoundKernel:
+        return self._diff("fwd", args)
+
+    def bwd(self, **args: Any) -> BoundKernel:
+        return self._diff("bwd", args)
+
+
+class SlangTorchModule:
+    """What `loadModule` returns: kernels and struct types (namedtuples) by name; `DiffTensorView(value, grad)`."""
+
+    DiffTensorView = namedtuple("DiffTensorView", ["value", "grad"])
+
+    def __init__(self, name: str, code: str, functions: Mapping[str, FunctionInfo], nvrtc_options: Sequence[str]) -> None:
+        self.name, self.code, self.nvrtc_options = name, code, tuple(nvrtc_options)
+        self._signatures = kernel_signatures(code)
+        self._layouts = Layouts(code)
+        self._handles: dict[str, KernelHandle] = {}
+        for fname, info in functions.items():
+            for symbol in (f"__kernel__{fname}", fname):
+                if symbol in self._signatures and len(self._signatures[symbol]) == len(info.params):
+                    self._handles[fname] = KernelHandle(self, fname, info, symbol)
+                    break
+        self._host = {n for n, f in functions.items() if "TorchTensor" in f.result or any(
+            "TorchTensor" in t for _, t, _ in f.params)}   # [TorchEntryPoint] host functions
+        self._structs = self._struct_types()
+        self._cuda_module: Any = None
+        self._functions: dict[str, Any] = {}
+
+    @property
+    def kernels(self) -> tuple[str, ...]:
+        return tuple(self._handles)
+
+    def has_symbol(self, symbol: str) -> bool:
+        return symbol in self._signatures
+
+    def param_types(self, symbol: str) -> list[CType]:
+        return [self._layouts.ctype(t) for t, _ in self._signatures[symbol]]
+
+    def _struct_types(self) -> dict[str, type]:
+        """A namedtuple per struct a kernel takes (slangtorch's `m.Foo(A=..., B=...)`)."""
+        out: dict[str, type] = {}
+        todo = [ct for h in self._handles.values() for ct in self.param_types(h.symbol)]
+        while todo:
+            ct = todo.pop()
+            if ct.element is not None:
+                todo.append(ct.element)
+            if ct.kind == "struct" and not ct.name.startswith(("_VectorStorage", "_MatrixStorage", "DiffTensorView")):
+                out.setdefault(slang_name(ct.name), namedtuple(slang_name(ct.name), [n for n, _, _ in ct.fields]))
+                todo.extend(f for _, _, f in ct.fields)
+        return out
+
+    def function(self, symbol: str) -> Any:
+        """The CUDA function, built by NVRTC on first use (CuPy caches the binary on disk)."""
+        import cupy
+
+        if self._cuda_module is None:
+            options = self.nvrtc_options
+            if uses_half(body(self.code)):   # Slang's prelude includes cuda_fp16.h only when asked
+                options += half_options(cupy, self.name, self.name)
+            self._cuda_module = cupy.RawModule(code=self.code, options=options,
+                                               name_expressions=list(self._signatures))
+        fn = self._functions.get(symbol)
+        if fn is None:
+            raw = self._cuda_module.get_function(symbol)
+            fn = self._functions[symbol] = getattr(raw, "kernel", raw)
+        return fn
+
+    def __getattr__(self, name: str) -> Any:
+        d = self.__dict__
+        if name in d.get("_handles", {}):
+            return d["_handles"][name]
+        if name in d.get("_structs", {}):
+            return d["_structs"][name]
+        if name in d.get("_host", ()):
+            raise NotImplementedError(
+                f"{name} is a [TorchEntryPoint] function (TorchTensor host code), which slang_kernel.slangtorch "
+                "does not run yet; launch the [CUDAKernel]s it dispatches with launchRaw, or mark them "
+                "[AutoPyBindCUDA] and call them from Python")
+        raise AttributeError(f"module {d.get('name')!r} has no kernel or struct {name!r}; kernels: "
+                             f"{', '.join(d.get('_handles', {})) or 'none'}")

@@ -1,0 +1,87 @@
+"""Kernel parameters packed in the layout the compiler's CUDA output declares, and the TensorView
+checks (broadcast, dtype, device), without a GPU: tensors are packed by a stand-in TensorView packer."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import slang_kernel.slangtorch as slangtorch
+from slang_kernel.torch.slangtorch import Loader, SlangTorchModule
+from slang_kernel.torch.slangtorch._layout import pack
+from slang_kernel.torch.slangtorch._views import BroadcastTensorError, tensor_view
+
+SOURCE = """
+struct MyStruct { float3x3 m; };
+[PyExport("Foo")]
+struct Foo { TensorView<float> A; TensorView<float> B; };
+
+[AutoPyBindCUDA] [CUDAKernel] void vec(float3 input, TensorView<float> output) { }
+[AutoPyBindCUDA] [CUDAKernel] void mat(float3x3 input, TensorView<float> output) { }
+[AutoPyBindCUDA] [CUDAKernel] void st(MyStruct input, TensorView<float> output) { }
+[AutoPyBindCUDA] [CUDAKernel] void arr(float3[3] input, TensorView<float> output) { }
+[AutoPyBindCUDA] [CUDAKernel] void foo(Foo foo, TensorView<float> result) { }
+[AutoPyBindCUDA] [CUDAKernel] [Differentiable] void sq(DiffTensorView input, DiffTensorView output) { }
+"""
+NINE = tuple(float(i) for i in range(1, 10))
+
+
+@pytest.fixture(scope="module")
+def module(tmp_path_factory: pytest.TempPathFactory) -> SlangTorchModule:
+    folder = tmp_path_factory.mktemp("layout")
+    (folder / "layout.slang").write_text(SOURCE)
+    return slangtorch.loadModule(folder / "layout.slang", loader=Loader(cache_dir=folder / "cache"))
+
+
+def _tensor(value: Any, where: str) -> bytes:
+    """Stand-in TensorView: 56 bytes naming the tensor, so offsets can be checked."""
+    return f"{where}:{value}".encode().ljust(56, b"\0")
+
+
+def _pack(module: SlangTorchModule, kernel: str, index: int, value: Any) -> bytes:
+    return pack(module.param_types(f"__kernel__{kernel}")[index], value, "input", _tensor)
+
+
+def test_vectors_matrices_arrays_and_struct_of_matrix(module: SlangTorchModule) -> None:
+    assert _pack(module, "vec", 0, (1.0, 2.0, 3.0)) == struct.pack("<3f", 1, 2, 3)
+    rows = (NINE[0:3], NINE[3:6], NINE[6:9])
+    assert _pack(module, "mat", 0, rows) == struct.pack("<9f", *NINE)
+    assert _pack(module, "st", 0, module.MyStruct(m=rows)) == struct.pack("<9f", *NINE)
+    assert _pack(module, "st", 0, {"m": rows}) == struct.pack("<9f", *NINE)
+    assert _pack(module, "arr", 0, list(rows)) == struct.pack("<9f", *NINE)
+
+
+def test_struct_by_tuple_dict_namedtuple_and_wrong_fields(module: SlangTorchModule) -> None:
+    want = _tensor("a", "input.A") + _tensor("b", "input.B")
+    assert _pack(module, "foo", 0, ("a", "b")) == want
+    assert _pack(module, "foo", 0, {"A": "a", "B": "b"}) == want
+    assert _pack(module, "foo", 0, module.Foo(A="a", B="b")) == want
+    for bad in (("a",), ("a", "b", "a"), {"A": "a"}, {"A": "a", "Ba": "b"}):
+        with pytest.raises(TypeError, match="struct Foo"):
+            _pack(module, "foo", 0, bad)
+
+
+def test_diff_tensor_view_pairs(module: SlangTorchModule) -> None:
+    want = _tensor("x", "input") + _tensor("dx", "input.grad")
+    assert _pack(module, "sq", 0, ("x", "dx")) == want
+    assert _pack(module, "sq", 0, module.DiffTensorView(value="x", grad="dx")) == want
+    assert module.has_symbol("__kernel__sq_bwd_diff")
+
+
+def test_tensor_views_refuse_broadcast_wrong_dtype_and_cpu() -> None:
+    torch = pytest.importorskip("torch")
+    with pytest.raises(BroadcastTensorError, match=r"`input` is broadcast .*input\.contiguous\(\)"):
+        tensor_view(torch.ones(1, 4).expand(3, 4), "input")
+    with pytest.raises(TypeError, match=r"float64.*TensorView<float>"):
+        tensor_view(torch.ones(4, dtype=torch.float64), "input", "float")
+    with pytest.raises(TypeError, match=r"on cpu.*input\.cuda\(\)"):   # requires_grad: read via .detach()
+        tensor_view(torch.ones(4, requires_grad=True), "input", "float")
+    assert len(tensor_view(torch.ones(0), "input", "float")) == 56   # empty tensors pass anywhere
+
+
+def test_missing_and_unknown_arguments_are_named(module: SlangTorchModule, tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match=r"vec\(\): missing output; unknown outptu"):
+        module.vec(input=(1.0, 2.0, 3.0), outptu=None)
