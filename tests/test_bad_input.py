@@ -3,6 +3,9 @@ the arrays passed are untouched and the next good call works. Runs on every back
 
 from __future__ import annotations
 
+import re
+import warnings
+
 import numpy as np
 import pytest
 
@@ -78,17 +81,51 @@ CASES = {
 }
 
 
+# Cases whose message says what the parameter needs but has no code to run (the value carries nothing
+# a program could turn into the right one: a string for a number, a missing struct field...).
+NO_CODE_ADVICE = {"ro-complex", "ro-strings", "ro-object", "vector-wrong-trailing-shape", "vector-flat",
+                  "struct-missing-field", "struct-extra-field", "struct-wrong-field-type",
+                  "struct-wrong-vector-length", "struct-float-for-int", "struct-not-a-struct", "scalar-string",
+                  "scalar-array", "scalar-none", "scalar-complex"}
+
+
+def advice_code(message: str) -> list[str]:
+    """The statements a message tells the user to run: its backticked snippets that assign."""
+    return [c for c in re.findall(r"`([^`]+)`", message) if re.match(r"^\w+ = ", c)]
+
+
+def follow_advice(kern: sk.ComputeKernel, args: dict, message: str) -> dict:
+    """Do what the message says, word for word: run its code with the user's names (the arguments as
+    passed, and numpy as np), then call again with the names it rebound."""
+    code = advice_code(message)
+    assert code, f"no code to run in: {message}"
+    names: dict = {"np": np, **args}
+    for line in code:
+        exec(line, names)
+    retried = {k: names[k] for k in args}
+    kern(threads=N, **retried)
+    return retried
+
+
 @pytest.mark.parametrize("case", list(CASES))
 def test_bad_value_is_a_clear_error_and_changes_nothing(kern: sk.ComputeKernel, case: str) -> None:
     change, exc, pattern = CASES[case]
     args = good()
     args.update(change)
     before = {k: v.copy() for k, v in args.items() if isinstance(v, np.ndarray)}
-    with pytest.raises(exc, match=pattern):
+    with pytest.raises(exc, match=pattern) as info:
         kern(threads=N, **args)
     for k, v in before.items():
         np.testing.assert_array_equal(args[k], v)   # nothing was written
     run_ok(kern)
+    if case in NO_CODE_ADVICE:
+        assert advice_code(str(info.value)) == []
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sk.OutOfRangeWarning)   # the advice keeps a short buffer short
+        retried = follow_advice(kern, args, str(info.value))
+    out = np.ravel(retried["o"])[:N]
+    np.testing.assert_allclose(out, expected(args)[:out.size])   # the advice worked: the kernel wrote there
 
 
 def test_missing_and_extra_parameters(kern: sk.ComputeKernel) -> None:

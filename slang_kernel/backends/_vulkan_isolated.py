@@ -340,8 +340,9 @@ class IsolatedVulkanBackend(_shm.SharedMemoryArrays):
             v = values.get(n)
             if isinstance(v, np.ndarray) and not v.flags.c_contiguous:
                 raise ParameterError(f"{kernel.entry}(): parameter `{n}` is written by the kernel and needs a "
-                                     f"writable C-contiguous array; got {describe(v)} "
-                                     "(np.ascontiguousarray makes one)")
+                                     f"writable C-contiguous array; got {describe(v)}. Run "
+                                     f"`{n} = np.array({n}, order=\"C\")` and pass {n}={n}: the kernel "
+                                     "writes into that new array.")
         with self._lock:
             self._ensure_loaded(kernel)
             if marks is not None:
