@@ -53,6 +53,21 @@ def test_diagnostic_points_at_cell_and_line(cpu_session: sk.Session) -> None:
     assert "typo" not in cpu_session.cells  # a cell with errors changes nothing
 
 
+@pytest.mark.parametrize("line", ["\treturn helpr(x);", "\t\treturn helpr(x);", "    return\thelpr(x);",
+                                  "\tfloat y =\t\tx; return helpr(y);"],
+                         ids=["tab-start", "two-tabs", "tab-middle", "tabs-both"])
+def test_caret_sits_under_the_token_with_tabs(cpu_session: sk.Session, line: str) -> None:
+    """The compiler counts a tab as one column; the line is shown with tabs expanded, so the caret
+    must be placed by the expanded text."""
+    with pytest.raises(sk.SlangCompileError) as info:
+        cpu_session.run_cell(f"float g(float x)\n{{\n{line}\n}}\n", name="tabs")
+    rendered = info.value.render().splitlines()
+    shown = next(i for i, r in enumerate(rendered) if r.startswith("     3 | "))
+    text, caret = rendered[shown][len("     3 | "):], rendered[shown + 1][len("       | "):]
+    assert "\t" not in text
+    assert caret.index("^") == text.index("helpr") and caret.strip() == "^" * len("helpr")
+
+
 def test_error_in_imported_cell_points_there(cpu_session: sk.Session) -> None:
     cpu_session.run_cell("float a(float x) { return x; }", name="A")
     cpu_session.run_cell("float b(float x) { return a(x) + 1; }", name="B")
