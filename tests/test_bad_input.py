@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 import warnings
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -194,3 +196,36 @@ def test_read_only_inputs_are_converted(kern: sk.ComputeKernel) -> None:
 def test_unknown_kernel_name(session: sk.Session, kern: sk.ComputeKernel) -> None:
     with pytest.raises(KeyError, match="no compute kernel named 'bad_inptu'.*bad_input"):
         session.kernel("bad_inptu")
+
+
+TEXTURE_CELL = """
+[shader("compute")][numthreads(4, 4, 1)]
+void bad_tex_fill(uint3 t: SV_DispatchThreadID, uniform RWTexture2D<float4> img) { img[t.xy] = float4(t.x, t.y, 0, 1); }
+"""
+
+
+def _read_only_texels() -> np.ndarray:
+    return ro(np.zeros((4, 4, 4), np.float32))
+
+
+@pytest.mark.parametrize("value", [_read_only_texels, lambda: np.zeros((4, 4, 4)),
+                                   lambda: np.zeros((4, 4, 4), np.float32, order="F")],
+                         ids=["read-only", "float64", "fortran"])
+def test_written_texture_advice_works(session: sk.Session, value: Any) -> None:
+    """A texture the kernel cannot write in place: where a backend refuses it, its advice, run as
+    printed, makes one it writes."""
+    session.run_cell(TEXTURE_CELL, name="bad_tex_cell")
+    k = session.kernel("bad_tex_fill")
+    img = value()
+    try:
+        k(threads=(4, 4), img=img)
+    except ParameterError as exc:
+        code = advice_code(str(exc))
+        assert "`img`" in str(exc) and code, str(exc)
+        names: dict = {"np": np, "img": img}
+        for line in code:
+            exec(line, names)
+        img = names["img"]
+        k(threads=(4, 4), img=img)
+    # (Vulkan accepts a float64 texture: converted, and written back)
+    np.testing.assert_array_equal(img[2, 3], [3, 2, 0, 1])

@@ -18,6 +18,7 @@ from ..compiler.reflection import ParamInfo, TypeInfo
 from ..errors import ParameterError
 
 __all__ = [
+    "copy_advice",
     "UINT",
     "ParameterError",
     "uint_buffer",
@@ -244,6 +245,14 @@ def copy_fields(dst: np.ndarray, src: np.ndarray) -> None:
             dst[f] = src[f]
 
 
+def copy_advice(param: str, dtype: np.dtype[Any] | None = None) -> str:
+    """Advice for a numpy array a kernel cannot write in place (read-only, another dtype, not C order):
+    code naming the parameter that makes a writable copy, to run as printed."""
+    kw = f"dtype=np.{dtype.name}, " if dtype is not None else ""
+    return (f"Run `{param} = np.array({param}, {kw}order=\"C\")` and pass {param}={param}: the kernel writes "
+            "into that new array.")
+
+
 def _writable_advice(value: Any, param: str, base: np.dtype[Any], t: TypeInfo) -> str:
     """What to run before passing `param` again, as code naming the parameter (a user follows it word
     for word: tests/test_bad_input.py runs it). Numbers convertible by numpy are copied into a new
@@ -257,8 +266,7 @@ def _writable_advice(value: Any, param: str, base: np.dtype[Any], t: TypeInfo) -
     except ValueError:   # a ragged list
         numeric = False
     if numeric:
-        return (f"Run `{param} = np.array({param}, dtype=np.{base.name}, order=\"C\")` and pass {param}={param}: "
-                f"the kernel writes into that new array.")
+        return copy_advice(param, base)
     return (f"Make one, e.g. `{param} = np.zeros(1024, np.{base.name})` for 1024 elements, "
             f"and pass {param}={param}.")
 
