@@ -229,3 +229,31 @@ def test_written_texture_advice_works(session: sk.Session, value: Any) -> None:
         k(threads=(4, 4), img=img)
     # (Vulkan accepts a float64 texture: converted, and written back)
     np.testing.assert_array_equal(img[2, 3], [3, 2, 0, 1])
+
+
+STRUCT_CELL = """
+struct BadInputPoint { float x; int tag; };
+[shader("compute")][numthreads(16, 1, 1)]
+void bad_points(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<BadInputPoint> pts)
+{
+    pts[t.x].x = float(t.x); pts[t.x].tag = int(t.x) * 2;
+}
+"""
+
+
+@pytest.mark.parametrize("value", [lambda: np.zeros((N, 2), np.float32), lambda: [{"x": 0.0, "tag": 0}] * N],
+                         ids=["plain-array", "list-of-dicts"])
+def test_written_struct_buffer_advice_works(session: sk.Session, value: Any) -> None:
+    """A struct buffer the kernel writes needs its structured dtype: the advice, run with the kernel as
+    `k` (as it says), makes one."""
+    session.run_cell(STRUCT_CELL, name="bad_points_cell")
+    k = session.kernel("bad_points")
+    pts = value()
+    with pytest.raises(ParameterError, match="`pts`") as info:
+        k(threads=N, pts=pts)
+    names: dict = {"np": np, "pts": pts, "k": k}
+    assert advice_code(str(info.value)), str(info.value)
+    for line in advice_code(str(info.value)):
+        exec(line, names)
+    k(threads=N, pts=names["pts"])
+    np.testing.assert_array_equal(names["pts"]["tag"], np.arange(N) * 2)

@@ -258,9 +258,9 @@ def _writable_advice(value: Any, param: str, base: np.dtype[Any], t: TypeInfo) -
     for word: tests/test_bad_input.py runs it). Numbers convertible by numpy are copied into a new
     writable C-order array; anything else gets a fresh zeroed one."""
     if base.names is not None:
-        struct = t.element.name if t.element else ""
-        return (f"Make it with `{param} = np.zeros(count, k.dtype('{param}'))`, where k is this kernel "
-                f"(or `s.dtype('{struct}')` of the session) and count the number of elements.")
+        count = f"len({param})" if isinstance(value, (np.ndarray, list, tuple)) and np.ndim(value) > 0 else "1024"
+        return (f"Make one with `{param} = np.zeros({count}, k.dtype('{param}'))`, where k is this kernel, "
+                f"fill its fields and pass {param}={param}.")
     try:
         numeric = isinstance(value, (np.ndarray, list, tuple)) and np.asarray(value).dtype.kind in "biuf"
     except ValueError:   # a ragged list
