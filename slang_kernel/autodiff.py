@@ -51,6 +51,51 @@ def _is_tensor(value: object) -> bool:
     return type(value).__module__.startswith("torch")
 
 
+_SLANG_SCALAR = re.compile(r"^(bool|int|uint|float|half|double|int64_t|uint64_t|int16_t|uint16_t|int8_t|uint8_t)"
+                           r"(?:(\d)(?:x(\d))?)?$")
+_KIND = {"bool": "b", "int": "i", "uint": "u", "float": "f", "half": "f", "double": "f"}
+
+
+def _arg_dtype(value: Any) -> tuple[np.dtype[Any], tuple[int, ...]]:
+    """A Python argument's element type as Slang would type the literal: a Python float is float, an
+    int is int (numpy values keep their own dtype)."""
+    if isinstance(value, bool):
+        return np.dtype(np.bool_), ()
+    if isinstance(value, int):
+        return np.dtype(np.int32), ()
+    if isinstance(value, float):
+        return np.dtype(np.float32), ()
+    a = np.asarray(value)
+    return a.dtype, a.shape
+
+
+def _describe_arg(value: Any) -> str:
+    dt, shape = _arg_dtype(value)
+    return f"{dt}{list(shape) if shape else ''}"
+
+
+def _conversion_cost(value: Any, slang_type: str) -> float:
+    """How far an argument is from a parameter type: 0 exact, 1 same kind of another size, 2 a
+    conversion (int to float...), inf when the shape cannot fit (a vector for a scalar). Types this
+    cannot read (structs, generics) cost 1: the compiler has the last word."""
+    m = _SLANG_SCALAR.match(" ".join(slang_type.split()))
+    if m is None:
+        return 1
+    base, n, cols = m.groups()
+    want_shape = (int(n), int(cols)) if cols else (int(n),) if n else ()
+    dt, shape = _arg_dtype(value)
+    if dt.kind not in "biuf":
+        return math.inf
+    if want_shape and tuple(shape[len(shape) - len(want_shape):]) != want_shape:
+        return math.inf
+    want_kind = _KIND.get(base, "i" if base.startswith("int") else "u")
+    want_size = {"half": 2, "double": 8, "bool": 1}.get(base, 8 if "64" in base else 2 if "16" in base
+                                                       else 1 if "8_t" in base else 4)
+    if dt.kind == want_kind:
+        return 0 if dt.itemsize == want_size else 1
+    return 2
+
+
 class SlangFunction:
     """Call with numpy arrays (broadcast like numpy); `.fwd` and `.bwd` give derivatives."""
 
@@ -64,16 +109,32 @@ class SlangFunction:
     def overloads(self) -> tuple[FunctionInfo, ...]:
         return self.session.function_info(self.name)[1]
 
-    def info(self, nargs: int | None = None) -> FunctionInfo:
+    def info(self, nargs: int | None = None, args: Sequence[Any] | None = None) -> FunctionInfo:
+        """The overload a call with `nargs` arguments reaches, as Slang picks it: by argument count,
+        then (given the arguments) the fewest conversions; a tie is ambiguous, as in Slang."""
         fns = self.overloads()
         if nargs is None:
             return fns[0]
         inputs = [f for f in fns if sum(d != "out" for _, _, d in f.params) == nargs]
         if not inputs:
             sigs = "; ".join(f.signature for f in fns)
-            raise TypeError(f"{self.name}() takes {', '.join(str(sum(d != 'out' for *_, d in f.params)) for f in fns)} "
-                            f"argument(s), got {nargs}. Signature: {sigs}")
-        return inputs[0]
+            counts = sorted({sum(d != "out" for *_, d in f.params) for f in fns})
+            raise TypeError(f"{self.name}() takes {' or '.join(map(str, counts))} argument(s), got {nargs}. "
+                            f"Signature{'s' if len(fns) > 1 else ''}: {sigs}")
+        if len(inputs) == 1 or args is None:
+            return inputs[0]
+        costs = [sum(_conversion_cost(a, t) for a, (_, t, _) in zip(args, [p for p in f.params if p[2] != "out"]))
+                 for f in inputs]
+        best = min(costs)
+        if best == math.inf:
+            raise TypeError(f"{self.name}(): no overload takes arguments {', '.join(_describe_arg(a) for a in args)}; "
+                            f"overloads: {'; '.join(f.signature for f in inputs)}")
+        winners = [f for f, c in zip(inputs, costs) if c == best]
+        if len(winners) > 1:
+            raise TypeError(f"{self.name}(): ambiguous call with {', '.join(_describe_arg(a) for a in args)}: "
+                            f"{'; '.join(f.signature for f in winners)} fit equally; pass numpy arrays of "
+                            "the parameter types (e.g. np.float32(1.0), np.int32(1))")
+        return winners[0]
 
     @property
     def signature(self) -> str:
@@ -256,7 +317,7 @@ class SlangFunction:
             from .torch.autograd import call
 
             return call(self, args)
-        fn = self.info(len(args))
+        fn = self.info(len(args), args)
         given = self._bind_args(args, fn)
         out = self._run(fn, "call", {f"sk_a{i}": v for i, v in given.items()})
         results = ([out["sk_r"]] if "sk_r" in out else []) + [out[k] for k in sorted(out) if k.startswith("sk_o")]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from .cells import Cell
+from .cells import Cell, overloaded
 from .compiled import CompiledKernel
 from .compiler.diagnostics import SlangCompileError
 from .compiler.reflection import DeclInfo, FunctionInfo
@@ -150,11 +150,16 @@ class CellStore:
         return out
 
     def function_info(self, name: str) -> tuple[Cell, tuple[FunctionInfo, ...]]:
+        """The cell of the latest definition of function `name`, and every overload a later cell sees:
+        its own, then those of earlier cells that it adds to rather than replaces (the rule of
+        cells.visible_imports: an earlier form stays visible while no later one has its signature)."""
         cell = self.owner(name, kernel=False)
         decl = next(d for d in cell.decls if d.name == name)
         if decl.kind != "function":
             raise TypeError(f"{name} in {cell.shown} is a {decl.kind}, not a function")
-        return cell, decl.functions
+        earlier = list(self.by_name.values())[:list(self.by_name).index(cell.name)]
+        return cell, decl.functions + tuple(f for c in overloaded(name, cell, earlier)
+                                            for d in c.decls if d.name == name for f in d.functions)
 
     def interfaces(self, owner: Cell) -> frozenset[str]:
         """The interfaces a kernel's cell sees (its own and its imports')."""

@@ -28,7 +28,8 @@ from . import scanner
 from .compiler.diagnostics import Diagnostic
 from .compiler.reflection import DeclInfo
 
-__all__ = ["Cell", "Visible", "identifiers", "import_prefix", "interface_text", "module_name_for", "visible_imports"]
+__all__ = ["Cell", "Visible", "identifiers", "import_prefix", "interface_text", "module_name_for", "overloaded",
+           "visible_imports"]
 
 _EXTENSION = re.compile(r"\bextension\s*(?:<[^>{]*>\s*)?(\w+)[^{;]*?(?::\s*([\w\s,<>]+))?\{")
 _MEMBER = re.compile(r"\b[A-Za-z_]\w*(?:<[^<>(){};]*>)?\s+([A-Za-z_]\w*)\s*\(")
@@ -166,6 +167,20 @@ class Visible:
 def _overloads(newer: frozenset[tuple[str, ...]] | None, older: frozenset[tuple[str, ...]] | None) -> bool:
     """Whether a later function adds overloads to an earlier one instead of replacing it."""
     return newer is not None and older is not None and not (newer & older)
+
+
+def overloaded(name: str, cell: Cell, earlier: Sequence[Cell]) -> list[Cell]:
+    """The earlier cells (latest first) whose forms of function `name` stay callable next to `cell`'s:
+    those no later declaration replaces (the rule of visible_imports)."""
+    claims = [cell.signatures(name)]
+    out = []
+    for c in reversed(earlier):
+        if c.ok and name in c.names:
+            mine = c.signatures(name)
+            if all(_overloads(later, mine) for later in claims):
+                out.append(c)
+            claims.append(mine)
+    return out
 
 
 def visible_imports(mentioned: frozenset[str], own: frozenset[str],

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, cast
 
+from .cells import overloaded
 from .compiler.diagnostics import Diagnostic, SlangCompileError, render_diagnostics
 
 if TYPE_CHECKING:
@@ -108,6 +109,23 @@ def _signature(session: Session, name: str) -> str:
     return name
 
 
+def _overload_notes(session: Session, result: CellResult, labels: Mapping[str, str]) -> list[str]:
+    """"adds an overload of f (In[2] has f(float, float))" for each function of the cell whose earlier
+    forms stay callable beside its own (cells.overloaded)."""
+    order = list(session.cells)
+    if result.name not in order:
+        return []
+    cell, earlier = session.cell(result.name), [session.cell(n) for n in order[:order.index(result.name)]]
+    notes = []
+    for f in result.functions:
+        others = [f"{labels.get(c.name, c.name)} has " + ", ".join(
+            f"{f}({', '.join(t for _, t, _ in fn.params)})" for d in c.decls if d.name == f for fn in d.functions)
+            for c in overloaded(f, cell, earlier)]
+        if others:
+            notes.append(f"adds an overload of {f} ({'; '.join(others)})")
+    return notes
+
+
 def warnings_text(session: Session, result: CellResult, labels: Mapping[str, str] | None = None) -> str:
     """The cell's compiler warnings, with carets under the user's line ("" when there are none)."""
     labels = labels or {}
@@ -145,6 +163,7 @@ def summary(session: Session, result: CellResult, labels: Mapping[str, str] | No
     if result.shadows:  # latest wins for the cells after this one; the earlier cells keep theirs
         notes.append("replaces for later cells: " + ", ".join(
             f"{n} (from {labels.get(c, c)})" for n, c in result.shadows))
+    notes += _overload_notes(session, result, labels)
     if result.recompiled:
         notes.append("recompiled after this change: "
                      + ", ".join(labels.get(n, n) for n in result.recompiled))

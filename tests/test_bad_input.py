@@ -3,6 +3,11 @@ the arrays passed are untouched and the next good call works. Runs on every back
 
 from __future__ import annotations
 
+import re
+import warnings
+
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -78,17 +83,51 @@ CASES = {
 }
 
 
+# Cases whose message says what the parameter needs but has no code to run (the value carries nothing
+# a program could turn into the right one: a string for a number, a missing struct field...).
+NO_CODE_ADVICE = {"ro-complex", "ro-strings", "ro-object", "vector-wrong-trailing-shape", "vector-flat",
+                  "struct-missing-field", "struct-extra-field", "struct-wrong-field-type",
+                  "struct-wrong-vector-length", "struct-float-for-int", "struct-not-a-struct", "scalar-string",
+                  "scalar-array", "scalar-none", "scalar-complex"}
+
+
+def advice_code(message: str) -> list[str]:
+    """The statements a message tells the user to run: its backticked snippets that assign."""
+    return [c for c in re.findall(r"`([^`]+)`", message) if re.match(r"^\w+ = ", c)]
+
+
+def follow_advice(kern: sk.ComputeKernel, args: dict, message: str) -> dict:
+    """Do what the message says, word for word: run its code with the user's names (the arguments as
+    passed, and numpy as np), then call again with the names it rebound."""
+    code = advice_code(message)
+    assert code, f"no code to run in: {message}"
+    names: dict = {"np": np, **args}
+    for line in code:
+        exec(line, names)
+    retried = {k: names[k] for k in args}
+    kern(threads=N, **retried)
+    return retried
+
+
 @pytest.mark.parametrize("case", list(CASES))
 def test_bad_value_is_a_clear_error_and_changes_nothing(kern: sk.ComputeKernel, case: str) -> None:
     change, exc, pattern = CASES[case]
     args = good()
     args.update(change)
     before = {k: v.copy() for k, v in args.items() if isinstance(v, np.ndarray)}
-    with pytest.raises(exc, match=pattern):
+    with pytest.raises(exc, match=pattern) as info:
         kern(threads=N, **args)
     for k, v in before.items():
         np.testing.assert_array_equal(args[k], v)   # nothing was written
     run_ok(kern)
+    if case in NO_CODE_ADVICE:
+        assert advice_code(str(info.value)) == []
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sk.OutOfRangeWarning)   # the advice keeps a short buffer short
+        retried = follow_advice(kern, args, str(info.value))
+    out = np.ravel(retried["o"])[:N]
+    np.testing.assert_allclose(out, expected(args)[:out.size])   # the advice worked: the kernel wrote there
 
 
 def test_missing_and_extra_parameters(kern: sk.ComputeKernel) -> None:
@@ -157,3 +196,64 @@ def test_read_only_inputs_are_converted(kern: sk.ComputeKernel) -> None:
 def test_unknown_kernel_name(session: sk.Session, kern: sk.ComputeKernel) -> None:
     with pytest.raises(KeyError, match="no compute kernel named 'bad_inptu'.*bad_input"):
         session.kernel("bad_inptu")
+
+
+TEXTURE_CELL = """
+[shader("compute")][numthreads(4, 4, 1)]
+void bad_tex_fill(uint3 t: SV_DispatchThreadID, uniform RWTexture2D<float4> img) { img[t.xy] = float4(t.x, t.y, 0, 1); }
+"""
+
+
+def _read_only_texels() -> np.ndarray:
+    return ro(np.zeros((4, 4, 4), np.float32))
+
+
+@pytest.mark.parametrize("value", [_read_only_texels, lambda: np.zeros((4, 4, 4)),
+                                   lambda: np.zeros((4, 4, 4), np.float32, order="F")],
+                         ids=["read-only", "float64", "fortran"])
+def test_written_texture_advice_works(session: sk.Session, value: Any) -> None:
+    """A texture the kernel cannot write in place: where a backend refuses it, its advice, run as
+    printed, makes one it writes."""
+    session.run_cell(TEXTURE_CELL, name="bad_tex_cell")
+    k = session.kernel("bad_tex_fill")
+    img = value()
+    try:
+        k(threads=(4, 4), img=img)
+    except ParameterError as exc:
+        code = advice_code(str(exc))
+        assert "`img`" in str(exc) and code, str(exc)
+        names: dict = {"np": np, "img": img}
+        for line in code:
+            exec(line, names)
+        img = names["img"]
+        k(threads=(4, 4), img=img)
+    # (Vulkan accepts a float64 texture: converted, and written back)
+    np.testing.assert_array_equal(img[2, 3], [3, 2, 0, 1])
+
+
+STRUCT_CELL = """
+struct BadInputPoint { float x; int tag; };
+[shader("compute")][numthreads(16, 1, 1)]
+void bad_points(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<BadInputPoint> pts)
+{
+    pts[t.x].x = float(t.x); pts[t.x].tag = int(t.x) * 2;
+}
+"""
+
+
+@pytest.mark.parametrize("value", [lambda: np.zeros((N, 2), np.float32), lambda: [{"x": 0.0, "tag": 0}] * N],
+                         ids=["plain-array", "list-of-dicts"])
+def test_written_struct_buffer_advice_works(session: sk.Session, value: Any) -> None:
+    """A struct buffer the kernel writes needs its structured dtype: the advice, run with the kernel as
+    `k` (as it says), makes one."""
+    session.run_cell(STRUCT_CELL, name="bad_points_cell")
+    k = session.kernel("bad_points")
+    pts = value()
+    with pytest.raises(ParameterError, match="`pts`") as info:
+        k(threads=N, pts=pts)
+    names: dict = {"np": np, "pts": pts, "k": k}
+    assert advice_code(str(info.value)), str(info.value)
+    for line in advice_code(str(info.value)):
+        exec(line, names)
+    k(threads=N, pts=names["pts"])
+    np.testing.assert_array_equal(names["pts"]["tag"], np.arange(N) * 2)

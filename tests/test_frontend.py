@@ -67,6 +67,18 @@ def test_a_cell_is_named_by_its_prompt(shell: InteractiveShell, capsys: pytest.C
     assert "Traceback" not in err and "session.py" not in err
 
 
+def test_an_overload_is_announced_and_both_forms_are_callable(shell: InteractiveShell,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    run(shell, "x = 1")
+    run(shell, "%%slang\nfloat f(float a, float b) { return a * 10 + b; }\n", cell_id="two")   # In[2]
+    capsys.readouterr()
+    r = run(shell, "%%slang\nfloat f(float a) { return a + 100; }\n", cell_id="one")            # In[3]
+    assert r.success
+    assert "adds an overload of f (In[2] has f(float, float))" in output(capsys)
+    f = shell.user_ns["f"]
+    assert float(f(1.0, 2.0)) == 12.0 and float(f(1.0)) == 101.0
+
+
 def test_cells_without_a_cell_id_are_named_too(shell: InteractiveShell) -> None:
     run(shell, "%%slang\nfloat a_fn(float x) { return x; }\n")
     run(shell, "%%slang\nfloat b_fn(float x) { return x; }\n")

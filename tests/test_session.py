@@ -7,6 +7,7 @@ import pytest
 
 import slang_kernel as sk
 from slang_kernel.backends.packing import ParameterError
+from slang_kernel.display import summary
 
 SEED_CRASH = """
 interface IFoo
@@ -51,6 +52,21 @@ def test_diagnostic_points_at_cell_and_line(cpu_session: sk.Session) -> None:
     rendered = info.value.render()
     assert "    return helpr(x);" in rendered and "           ^^^^^" in rendered
     assert "typo" not in cpu_session.cells  # a cell with errors changes nothing
+
+
+@pytest.mark.parametrize("line", ["\treturn helpr(x);", "\t\treturn helpr(x);", "    return\thelpr(x);",
+                                  "\tfloat y =\t\tx; return helpr(y);"],
+                         ids=["tab-start", "two-tabs", "tab-middle", "tabs-both"])
+def test_caret_sits_under_the_token_with_tabs(cpu_session: sk.Session, line: str) -> None:
+    """The compiler counts a tab as one column; the line is shown with tabs expanded, so the caret
+    must be placed by the expanded text."""
+    with pytest.raises(sk.SlangCompileError) as info:
+        cpu_session.run_cell(f"float g(float x)\n{{\n{line}\n}}\n", name="tabs")
+    rendered = info.value.render().splitlines()
+    shown = next(i for i, r in enumerate(rendered) if r.startswith("     3 | "))
+    text, caret = rendered[shown][len("     3 | "):], rendered[shown + 1][len("       | "):]
+    assert "\t" not in text
+    assert caret.index("^") == text.index("helpr") and caret.strip() == "^" * len("helpr")
 
 
 def test_error_in_imported_cell_points_there(cpu_session: sk.Session) -> None:
@@ -129,6 +145,27 @@ def test_overloads_across_cells_still_work(cpu_session: sk.Session) -> None:
     assert s.function("lum3_user")(np.float32(1), np.float32(2)) == pytest.approx(6.0)
     s.run_cell("float lum3(float x) { return 3 * x; }", name="lum_a")  # lum_b is rechecked against it
     assert s.function("lum3_user")(np.float32(1), np.float32(2)) == pytest.approx(9.0)
+
+
+def test_python_calls_pick_the_overload_as_slang_does(cpu_session: sk.Session) -> None:
+    """A later cell's overload adds to the earlier forms: Python reaches each of them by argument count,
+    then by argument types; the summary says so, naming the earlier cell."""
+    s = cpu_session
+    s.run_cell("float ov2(float a, float b) { return a * 10 + b; }", name="ov_two")
+    r = s.run_cell("float ov2(float a) { return a + 100; }", name="ov_one")
+    f = s.function("ov2")
+    assert [len(fn.params) for fn in f.overloads()] == [1, 2]
+    assert f(1.0, 2.0) == pytest.approx(12.0) and f(1.0) == pytest.approx(101.0)
+    assert "adds an overload of ov2 (ov_two has ov2(float, float))" in str(summary(s, r))
+    s.run_cell("int ov2(int a) { return a * 1000; }", name="ov_int")
+    f = s.function("ov2")
+    assert f(3) == 3000 and f(np.int32(3)) == 3000                      # an int argument: int ov2(int)
+    assert f(3.0) == pytest.approx(103.0) and f(np.float32(3)) == pytest.approx(103.0)
+    with pytest.raises(TypeError, match=r"takes 1 or 2 argument\(s\), got 3"):
+        f(1.0, 2.0, 3.0)
+    r = s.run_cell("float ov2(float a) { return a + 200; }", name="ov_one_again")  # same signature: replaces
+    assert ("ov2", "ov_int") not in r.shadows and ("ov2", "ov_one") in r.shadows
+    assert s.function("ov2")(1.0) == pytest.approx(201.0) and s.function("ov2")(1.0, 2.0) == pytest.approx(12.0)
 
 
 def test_dependent_that_breaks_is_reported(cpu_session: sk.Session) -> None:

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..compiler.reflection import TypeInfo
 from . import _shm
-from .packing import ParameterError, describe, typed_element
+from .packing import ParameterError, copy_advice, describe, typed_element
 
 __all__ = ["CpuSampler", "CpuTexture", "HEADER", "bind_sampler", "bind_texture", "prepare", "sampler"]
 
@@ -195,7 +195,8 @@ def bind_texture(name: str, t: TypeInfo, value: Any, pointer: Pointer, place: Pl
                     or not value.flags.writeable:
                 raise ParameterError(f"parameter `{name}` ({t.name}) is written by the kernel in place: pass a "
                                      f"writable C-contiguous array of {store}, shape {layout} with "
-                                     f"C = {channels}; got {describe(value)}")
+                                     f"C = {channels}; got {describe(value)}"
+                                     + (f". {copy_advice(name, store)}" if isinstance(value, np.ndarray) else ""))
         elif arr.dtype != store:
             if arr.dtype.kind not in "biuf" or (store.kind in "iu" and arr.dtype.kind == "f"):
                 raise ParameterError(f"parameter `{name}` is {t.name}: pass {want}; got {describe(value)}")

@@ -132,7 +132,7 @@ def _device_only(bind: Any, entry: str) -> Any:
     def checked(name: str, t: Any, value: Any, packer: Packer) -> bytes:
         if t.is_buffer and isinstance(value, np.ndarray):
             raise ParameterError(f"Step: {entry}'s parameter `{name}` is a numpy array, which a replayed step would "
-                                 "copy only once: pass a CuPy array (cupy.asarray(a)), used in place")
+                                 f"copy only once: pass a CuPy array, used in place (`{name} = cupy.asarray({name})`)")
         data: bytes = bind(name, t, value, packer)
         return data
     return checked

@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..compiler.reflection import ParamInfo, TypeInfo
-from .packing import ParameterError, texel
+from .packing import ParameterError, copy_advice, texel
 
 __all__ = ["CudaSampler", "CudaTexture", "TextureBinder", "dispatch_sampler", "sampler_from", "sampler_paths",
            "texel", "unsupported_texture_use"]
@@ -356,7 +356,8 @@ class TextureBinder:
         if t.writable:
             if dev is None and not (isinstance(value, np.ndarray) and value.flags.writeable):
                 raise ParameterError(f"parameter `{name}` ({t.name}) is written by the kernel: pass a writable numpy "
-                                     f"or CuPy array of shape {want} with C = {channels}; got {describe(value)}")
+                                     f"or CuPy array of shape {want} with C = {channels}; got {describe(value)}"
+                                     + (f". {copy_advice(name)}" if isinstance(value, np.ndarray) else ""))
             if scalar.startswith("float") and not unorm8 and kind != "f":
                 raise ParameterError(f"parameter `{name}` ({t.name}) is written with floats: pass a float32 array "
                                      f"(or uint8 for 0..1 values); got {describe(value)}")

@@ -10,7 +10,7 @@ from typing import Any, Callable, Protocol
 import numpy as np
 
 from ..compiler.reflection import TypeInfo
-from .packing import (ParameterError, as_mapping, describe, buffer_array, copy_fields, element_dtype, numpy_dtype,
+from .packing import (ParameterError, as_mapping, copy_advice, describe, buffer_array, copy_fields, element_dtype, numpy_dtype,
                        struct_array, texel, typed_element)
 from ._vulkan_objects import (_TEX_DIMS, _ZERO_CHECK_BYTES, DeviceHost, VulkanBuffer, VulkanTexture, _buffer_format,
                               _writable_bytes)
@@ -226,7 +226,8 @@ class _Binder:
         if t.writable and not (isinstance(v, np.ndarray) and v.flags.writeable):
             raise ParameterError(f"parameter `{name}` ({t.name}) is written by the kernel: pass a writable numpy "
                                  f"array of shape {'(D, H, W, C)' if dims == 3 else '(H, W, C)' if dims == 2 else '(W, C)'} "
-                                 f"with C = {channels}; got {describe(v)}")
+                                 f"with C = {channels}; got {describe(v)}"
+                                 + (f". {copy_advice(name)}" if isinstance(v, np.ndarray) else ""))
         key = (id(v), "tex")
         hit = self.by_id.get(key)
         if hit is not None:

@@ -34,7 +34,7 @@ from ..compiled import CompiledKernel
 from ..errors import (BackendUnavailable, DeviceLost, KernelCrash, KernelInterrupted, KernelTimeout, ParameterError,
                       VulkanCompileError)
 from . import BackendConfig, DispatchTiming, _shm
-from .packing import describe
+from .packing import copy_advice, describe
 from ._bounds_slang import Checked, dispatch_checked, is_variant, with_variants
 from ._vulkan_finite import first_nonfinite_f32, scans
 from ._vulkan_handles import VulkanBufferHandle, VulkanTextureHandle, _Handle
@@ -340,8 +340,7 @@ class IsolatedVulkanBackend(_shm.SharedMemoryArrays):
             v = values.get(n)
             if isinstance(v, np.ndarray) and not v.flags.c_contiguous:
                 raise ParameterError(f"{kernel.entry}(): parameter `{n}` is written by the kernel and needs a "
-                                     f"writable C-contiguous array; got {describe(v)} "
-                                     "(np.ascontiguousarray makes one)")
+                                     f"writable C-contiguous array; got {describe(v)}. {copy_advice(n)}")
         with self._lock:
             self._ensure_loaded(kernel)
             if marks is not None:

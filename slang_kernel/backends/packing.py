@@ -18,6 +18,7 @@ from ..compiler.reflection import ParamInfo, TypeInfo
 from ..errors import ParameterError
 
 __all__ = [
+    "copy_advice",
     "UINT",
     "ParameterError",
     "uint_buffer",
@@ -244,6 +245,32 @@ def copy_fields(dst: np.ndarray, src: np.ndarray) -> None:
             dst[f] = src[f]
 
 
+def copy_advice(param: str, dtype: np.dtype[Any] | None = None) -> str:
+    """Advice for a numpy array a kernel cannot write in place (read-only, another dtype, not C order):
+    code naming the parameter that makes a writable copy, to run as printed."""
+    kw = f"dtype=np.{dtype.name}, " if dtype is not None else ""
+    return (f"Run `{param} = np.array({param}, {kw}order=\"C\")` and pass {param}={param}: the kernel writes "
+            "into that new array.")
+
+
+def _writable_advice(value: Any, param: str, base: np.dtype[Any], t: TypeInfo) -> str:
+    """What to run before passing `param` again, as code naming the parameter (a user follows it word
+    for word: tests/test_bad_input.py runs it). Numbers convertible by numpy are copied into a new
+    writable C-order array; anything else gets a fresh zeroed one."""
+    if base.names is not None:
+        count = f"len({param})" if isinstance(value, (np.ndarray, list, tuple)) and np.ndim(value) > 0 else "1024"
+        return (f"Make one with `{param} = np.zeros({count}, k.dtype('{param}'))`, where k is this kernel, "
+                f"fill its fields and pass {param}={param}.")
+    try:
+        numeric = isinstance(value, (np.ndarray, list, tuple)) and np.asarray(value).dtype.kind in "biuf"
+    except ValueError:   # a ragged list
+        numeric = False
+    if numeric:
+        return copy_advice(param, base)
+    return (f"Make one, e.g. `{param} = np.zeros(1024, np.{base.name})` for 1024 elements, "
+            f"and pass {param}={param}.")
+
+
 def buffer_array(value: Any, param: str, t: TypeInfo) -> tuple[np.ndarray, int]:
     """Check/convert a value for a structured/byte-address/typed buffer; returns (array, element count).
 
@@ -262,23 +289,18 @@ def buffer_array(value: Any, param: str, t: TypeInfo) -> tuple[np.ndarray, int]:
         base, shape = element_dtype(t.element)
     want = (_dtype_text(base) if base.names is not None else f"{base}") + (
         f" with trailing shape {shape}" if shape else "")
-    hint = (f" (np.zeros(n, k.dtype('{param}')) makes one)" if base.names is not None
-            else f" (e.g. np.zeros(n, np.{base.name}))")
     if t.writable:
         if not isinstance(value, np.ndarray) or getattr(value, "__cuda_array_interface__", None):
             also = (" (a dict of arrays or a list of dicts is taken by read-only buffers only: the kernel "
                     "writes into the array itself)" if isinstance(value, (Mapping, list, tuple)) else "")
             raise ParameterError(
                 f"parameter `{param}` ({t.name}) is written by the kernel: pass a numpy array of {want}"
-                f"{hint}{also}; got {describe(value)}")
+                f"{also}; got {describe(value)}. {_writable_advice(value, param, base, t)}")
         ok_dtype = value.dtype == base or (t.shape == "byte_address_buffer" and value.dtype.itemsize % 4 == 0)
         if not ok_dtype or not value.flags.c_contiguous or not value.flags.writeable:
             raise ParameterError(
                 f"parameter `{param}` ({t.name}) is written back in place, so it needs a writable "
-                f"C-contiguous array of {want}; got {describe(value)}. "
-                + (f"Make it with np.zeros(n, k.dtype('{param}')) (or s.dtype('{t.element.name if t.element else ''}'))."
-                   if base.names is not None else
-                   f"Use np.ascontiguousarray(x, dtype=np.{base.name}) and pass that array."))
+                f"C-contiguous array of {want}; got {describe(value)}. {_writable_advice(value, param, base, t)}")
         arr = value
     elif base.names is not None:
         arr = np.ascontiguousarray(struct_array(value, param, t, base))

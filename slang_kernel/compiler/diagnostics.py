@@ -91,6 +91,15 @@ def parse_diagnostics(text: str, line_offsets: Mapping[str, int] | None = None) 
     return out
 
 
+TAB = 4   # the tab stop lines are shown with
+
+
+def _shown_column(line: str, column: int) -> int:
+    """The 1-based column where the compiler's `column` (which counts a tab as one character) shows
+    once the line's tabs are expanded to TAB stops."""
+    return len(line[:max(1, column) - 1].expandtabs(TAB)) + 1
+
+
 def render_diagnostics(diags: Sequence[Diagnostic], sources: Mapping[str, str]) -> str:
     """Format like a compiler: location, message, the user's line and a caret under the column."""
     parts: list[str] = []
@@ -102,13 +111,13 @@ def render_diagnostics(diags: Sequence[Diagnostic], sources: Mapping[str, str]) 
         lines = src.splitlines()
         if d.line > len(lines):
             continue
-        text = lines[d.line - 1].expandtabs(4)
+        raw = lines[d.line - 1]
+        start = _shown_column(raw, d.column)
         width = 1
         if d.end_line == d.line and d.end_column > d.column:
-            width = d.end_column - d.column
-        col = max(1, d.column)
-        parts.append(f"  {d.line:4d} | {text}")
-        parts.append(f"       | {' ' * (col - 1)}{'^' * width}")
+            width = _shown_column(raw, d.end_column) - start
+        parts.append(f"  {d.line:4d} | {raw.expandtabs(TAB)}")
+        parts.append(f"       | {' ' * (start - 1)}{'^' * width}")
     return "\n".join(parts)
 
 
