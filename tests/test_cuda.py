@@ -1,4 +1,4 @@
-"""CUDA-only behaviour (run on the H200 machine; skipped with a reason elsewhere)."""
+"""CUDA-only behaviour (run on a machine with an NVIDIA GPU; skipped with a reason elsewhere)."""
 
 from __future__ import annotations
 

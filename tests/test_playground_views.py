@@ -129,3 +129,42 @@ def test_rerunning_a_playground_cell_continues_its_program(open_session) -> None
     del vk, first, second, shown, controls
     gc.collect()
     assert gone() is None, "show_cell keeps the session alive"
+
+
+TRAINS = r'''
+import playground;
+
+[playground::BLACK(8, 8)]
+RWTexture2D<float4> outputTexture;
+
+[playground::ZEROS(1)]
+RWStructuredBuffer<float> steps;
+
+[shader("compute")][numthreads(1, 1, 1)][playground::CALL(1, 1, 1)]
+void trainStep(uint3 t: SV_DispatchThreadID) { steps[0] += 1.0; }
+
+[shader("compute")][numthreads(8, 8, 1)][playground::CALL::SIZE_OF("outputTexture")]
+void showSteps(uint3 t: SV_DispatchThreadID) { outputTexture[t.xy] = float4(steps[0] / 255.0, 0.0, 0.0, 1.0); }
+'''
+
+
+def test_a_demo_that_changes_every_frame_without_a_clock_gets_a_play_button(open_session) -> None:
+    """gsplat2d-diff's shape: no TIME or FRAME_ID, but an entry point runs (trains) on every frame."""
+    s = open_session("cpu")
+    try:
+        s.run_cell(TRAINS, name="trains")
+        prog = W.show_cell(s, "trains", display=lambda _: None)
+        assert prog is not None
+        image = W.playground_view(prog).image
+        assert isinstance(image, W.PlaygroundImage)
+        assert [(c["name"], c["kind"], c["playing"]) for c in image._controls] == [("play", "time", False)]
+        first = int(_frame(image, 1, play=0.0)[0, 0, 0])
+        assert int(_frame(image, 2, play=16.0)[0, 0, 0]) == first + 1     # each played frame is a step
+
+        s.run_cell(TRAINS.replace("[playground::CALL(1, 1, 1)]", "[playground::CALL(1, 1, 1)][playground::CALL::ONCE]")
+                   .replace('[playground::CALL::SIZE_OF("outputTexture")]',
+                            '[playground::CALL::SIZE_OF("outputTexture")][playground::CALL::ONCE]'), name="still")
+        still = W.show_cell(s, "still", display=lambda _: None)
+        assert still is not None and not isinstance(W.playground_view(still).image, W.PlaygroundImage)
+    finally:
+        s.close()

@@ -362,7 +362,7 @@ def test_a_gpu_fault_loses_the_device_and_a_new_one_takes_over(vk: sk.Session) -
     A driver that hangs instead ends in the timeout (or kills the worker): the session must go on
     all the same, and the test reports XFAIL with what happened."""
     if _software(vk):
-        pytest.skip("needs a GPU Vulkan device (the H200 machine): lavapipe runs shaders as CPU code, so a wild "
+        pytest.skip("needs a GPU Vulkan device (a machine with an NVIDIA GPU): lavapipe runs shaders as CPU code, so a wild "
                     "pointer is a KernelCrash there (test_null_pointer_is_a_kernel_crash), never a lost device")
     s = _session(timeout=30)
     try:
@@ -409,7 +409,7 @@ def test_splatting_shader_runs_right_or_costs_its_cell_and_exits_clean(tmp_path:
     interpreter's exit tears down; it must not crash). Either it renders what the same file renders on
     the CPU backend (SPLAT_SERIAL) or it costs its cell a KernelCrash; the next kernel gives the right answer."""
     if backend == "cuda" and importlib.util.find_spec("cupy") is None:
-        pytest.skip("the cuda backend needs CuPy (the H200 machine)")
+        pytest.skip("the cuda backend needs CuPy and a machine with an NVIDIA GPU")
     out = tmp_path / "splat.npz"
     code = ("import numpy as np, slang_kernel as sk\n"
             "from slang_kernel.playground import PlaygroundProgram\n"

@@ -38,12 +38,16 @@ from .image_view import ImageView, LiveImage
 if TYPE_CHECKING:
     from ..session import Session
 
-__all__ = ["PlaygroundImage", "PlaygroundView", "controls_for", "keep_cell_view", "playground_view", "show_cell"]
+__all__ = ["PLAY", "PlaygroundImage", "PlaygroundView", "animates", "controls_for", "keep_cell_view", "playground_view", "show_cell"]
+
+
+PLAY = "play"   # the play/pause control of a program that animates without a TIME or FRAME_ID input
 
 
 def controls_for(program: PlaygroundProgram) -> dict[str, Control]:
     """Live controls for a program's inputs, starting at the values the program holds now (a new view
-    of a running program continues it: its sliders, its clock)."""
+    of a running program continues it: its sliders, its clock); a program whose frames change it but
+    that has no clock gets a paused `PLAY` control, so that every demo that animates or trains plays."""
     out: dict[str, Control] = {}
     for n, inp in program.inputs.items():
         if inp.kind == "SLIDER":
@@ -63,7 +67,15 @@ def controls_for(program: PlaygroundProgram) -> dict[str, Control]:
             out[n] = Mouse()
         elif inp.kind == "KEY":
             out[n] = Key(str(inp.args[0]) if inp.args else "KeyA")
+    if PLAY not in out and not any(isinstance(c, (Time, Frame)) for c in out.values()) and animates(program):
+        out[PLAY] = Time(playing=False)   # no clock of its own, but its frames change it (a training demo)
     return out
+
+
+def animates(program: PlaygroundProgram) -> bool:
+    """Whether its frames differ: an entry point runs on every frame (not CALL::ONCE), as the
+    Playground runs them continuously, e.g. gsplat2d-diff's training step."""
+    return any("CALL_ONCE" not in attrs for _, attrs in program.kernels)
 
 
 def _inputs(program: PlaygroundProgram) -> tuple[tuple[str, str, tuple[Any, ...]], ...]:

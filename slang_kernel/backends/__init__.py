@@ -172,6 +172,7 @@ class Backend(Protocol):
     target: str                     # the Slang target it consumes: "cpp", "spirv", "cuda"
     capabilities: frozenset[str]    # a subset of CAPABILITIES
     config: BackendConfig           # what it was made with (checked, timeout, ...)
+    gpu: bool                       # runs on a hardware GPU (not the CPU, not a software device such as lavapipe)
 
     def describe(self) -> str:
         """The device, e.g. "g++ 12.2, 2 threads" or "llvmpipe (software Vulkan)"."""

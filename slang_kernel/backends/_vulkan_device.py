@@ -44,7 +44,7 @@ from ._vulkan_objects import VulkanBuffer, VulkanTexture, _writable_bytes
 from ._wait import wait_polled
 from .printing import rewrite_printf, uses_printf
 
-__all__ = ["INSTALL_HINT", "VulkanBackend", "VulkanBuffer", "VulkanCompileError", "VulkanTexture", "compile_options"]
+__all__ = ["INSTALL_HINT", "VulkanBackend", "VulkanBuffer", "VulkanCompileError", "VulkanTexture", "compile_options", "software_adapter"]
 
 INSTALL_HINT = (
     "install a Vulkan driver: on Debian 12 `apt-get install -t bookworm-backports mesa-vulkan-drivers "
@@ -54,6 +54,11 @@ INSTALL_HINT = (
 
 
 MODULES_PER_SESSION = 128
+
+
+def software_adapter(adapter: str) -> bool:
+    """Whether a Vulkan adapter name is a CPU implementation (Mesa lavapipe/llvmpipe, SwiftShader), not a GPU."""
+    return any(word in adapter.lower() for word in ("llvmpipe", "lavapipe", "swiftshader"))
 
 
 def compile_options(target: str) -> tuple[str, ...]:
@@ -118,6 +123,7 @@ class VulkanBackend:
             raise BackendUnavailable(f"no Vulkan device ({str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}): "
                                      + INSTALL_HINT) from None
         self.adapter = self.device.info.adapter_name
+        self.gpu = not software_adapter(self.adapter)
         self._paths = paths
         self._slang = self.device.slang_session   # where our modules load (renewed, see forget)
         self._modules: dict[str, Any] = {}        # content-named module -> sgl SlangModule
@@ -136,8 +142,7 @@ class VulkanBackend:
             self._open()
 
     def describe(self) -> str:
-        soft = "llvmpipe" in self.adapter.lower() or "lavapipe" in self.adapter.lower()
-        return f"{self.adapter} ({'software Vulkan, Mesa lavapipe' if soft else 'Vulkan'})"
+        return f"{self.adapter} ({'Vulkan' if self.gpu else 'software Vulkan, Mesa lavapipe'})"
 
     def compile_options(self, target: str) -> tuple[str, ...]:
         return compile_options(target)

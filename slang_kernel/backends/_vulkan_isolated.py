@@ -37,6 +37,7 @@ from . import BackendConfig, DispatchTiming, _shm
 from .packing import copy_advice, describe
 from ._bounds_slang import Checked, dispatch_checked, is_variant, with_variants
 from ._vulkan_finite import first_nonfinite_f32, scans
+from ._vulkan_device import software_adapter
 from ._vulkan_handles import VulkanBufferHandle, VulkanTextureHandle, _Handle
 from ._vulkan_process import _Process
 from ._vulkan_wire import ArrayArg, ArraySlot, DeviceRef, Reply
@@ -82,6 +83,7 @@ class IsolatedVulkanBackend(_shm.SharedMemoryArrays):
             self._proc.close()
             raise
         self.adapter = str(hello.get("adapter", "?"))
+        self.gpu = not software_adapter(self.adapter)
         self._describe = str(hello.get("describe", self.adapter))
 
     # -- protocol -----------------------------------------------------------------------------------

@@ -59,6 +59,7 @@ class CpuBackend(_shm.SharedMemoryArrays):
 
     name = "cpu"
     target = "cpp"
+    gpu = False
 
     capabilities = frozenset({"shared_arrays", "textures", "timing", "kernel_paths"})
 

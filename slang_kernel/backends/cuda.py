@@ -63,6 +63,7 @@ class CudaBackend:
     capabilities: frozenset[str] = frozenset({"textures", "timing", "replay"})   # CuPy arrays are device-resident buffers already
     name = "cuda"
     target = "cuda"
+    gpu = True
 
     def __init__(self, config: BackendConfig | None = None) -> None:
         try:
