@@ -70,7 +70,7 @@ def test_fit_is_drawn_live_with_a_progress_bar(lab: tuple[str, str], lab_tools) 
         bar = training.locator(".widget-hprogress").first   # tqdm.auto: an ipywidgets progress bar
         bar.wait_for(timeout=10_000)
         text = training.locator(".jp-OutputArea").text_content() or ""
-        done = re.search(r"(\d+)/(\d+) \[", text)      # the bar ends full: "120/120 [00:11<00:00, ...]"
+        done = re.search(r"(\d+)/(\d+)\s*\[", text)      # the bar ends full: "120/120 [00:11<00:00, ...]"
         assert done and done.group(1) == done.group(2), text[-400:]
         assert "Traceback" not in text
         training.screenshot(path=str(lab_tools.ARTIFACTS / f"{name}_browser.png"))
