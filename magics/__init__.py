@@ -25,6 +25,7 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
+from ..backends.registry import choices
 from ..display import code_display, show
 from ..frontend import FrontEnd
 from ..session import CODE_TARGETS, Session
@@ -46,7 +47,7 @@ class _Parser(argparse.ArgumentParser):
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="%%slang", add_help=False, usage=_USAGE)
     p.add_argument("name", nargs="?")
-    p.add_argument("--backend", choices=["cpu", "vulkan", "cuda", "auto"])
+    p.add_argument("--backend", choices=list(choices()))
     p.add_argument("--show", default="")
     p.add_argument("--ir", action="store_true")
     p.add_argument("-D", dest="defines", action="append", default=[])

@@ -16,6 +16,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .compiler.diagnostics import SlangCompileError
+from .backends.registry import backend_names
 from .errors import BackendUnavailable
 from .protocols import CompareService
 
@@ -191,7 +192,7 @@ def _to_layout(s: CompareService, kernel: str, values: dict[str, Any], outputs: 
             values[n] = out
 
 
-def compare(session: CompareService, kernel: str, backends: Sequence[str] = ("cpu", "vulkan", "cuda"), *,
+def compare(session: CompareService, kernel: str, backends: Sequence[str] = backend_names(), *,
             threads: Any = None, groups: Any = None, **params: Any) -> Comparison:
     """Run `kernel` on each backend (each on its own copy of the numpy inputs) and compare outputs."""
     outputs = _outputs(session, kernel, params)

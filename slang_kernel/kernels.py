@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import numpy as np
 
 from .backends import Backend
+from .backends.registry import KERNEL_PATHS, TEXTURES, capability
 from .compiled import CompiledKernel, Specialization
 from .protocols import KernelService
 from .specialize import SpecializationError
@@ -104,7 +105,7 @@ class ComputeKernel:
         element for a buffer (`StructuredBuffer<P>` -> P's structured dtype, with the target's field
         offsets and padding, vector fields as subarrays), else of the value itself (a struct, an
         array, a vector). Fill a struct buffer with `np.zeros(n, k.dtype("ps"))`."""
-        from .backends.packing import element_dtype, numpy_dtype
+        from .backends.common.packing import element_dtype, numpy_dtype
 
         p = next((q for q in self.params if q.name == param), None)
         if p is None:
@@ -125,7 +126,7 @@ class ComputeKernel:
         from .backends import kernel_paths
 
         backend = self.session.backend
-        if "kernel_paths" not in backend.capabilities:
+        if not capability(backend, KERNEL_PATHS):
             return backend.name
         return kernel_paths(backend).path(self.compiled())
 
@@ -191,7 +192,7 @@ class ComputeKernel:
         backend that keeps textures on the device, a device texture there; elsewhere the (H, W, C)
         numpy array itself."""
         from .backends import textures
-        from .backends.packing import texel_dtype
+        from .backends.common.packing import texel_dtype
 
         p = next((q for q in self.params if q.name == param), None)
         if p is None or not p.type.is_texture:
@@ -200,7 +201,7 @@ class ComputeKernel:
         dtype, channels = texel_dtype(p.type)   # reflection names a texture's texel type only as text
         arr = np.zeros((height, width, channels), dtype)
         backend = self.session.backend
-        return textures(backend).texture(arr) if "textures" in backend.capabilities else arr
+        return textures(backend).texture(arr) if capability(backend, TEXTURES) else arr
 
     @property
     def current(self) -> bool:

@@ -18,7 +18,8 @@ from typing import Any, Mapping
 import numpy as np
 
 from .backends import Backend, device_buffers, shared_arrays, textures
-from .backends.packing import ParameterError, element_dtype, texel_dtype, typed_element
+from .backends.registry import DEVICE_BUFFERS, SHARED_ARRAYS, TEXTURES, capability
+from .backends.common.packing import ParameterError, element_dtype, texel_dtype, typed_element
 from .compiler.reflection import TypeInfo
 from .errors import PlaygroundError
 
@@ -139,10 +140,9 @@ def make_resource(backend: Backend, name: str, t: TypeInfo, kind: str, args: tup
                   formats: Mapping[str, str] | None = None) -> Resource:
     """The resource global `name` (Slang type `t`) declares with `[playground::KIND(args)]`, on `backend`.
     screen: (width, height) that BLACK_SCREEN is a fraction of; formats: declared_formats of the cell."""
-    caps = backend.capabilities
     value: Any
     if kind == "SAMPLER":  # linear filtering, wrap addressing: an sgl sampler's defaults
-        value = textures(backend).sampler("linear") if "textures" in caps else None
+        value = textures(backend).sampler("linear") if capability(backend, TEXTURES) else None
         return Resource(name, kind, t, args, value, (), declared)
     if kind in ("ZEROS", "RAND", "DATA"):
         if not t.is_buffer:
@@ -167,16 +167,16 @@ def make_resource(backend: Backend, name: str, t: TypeInfo, kind: str, args: tup
                 arr[...] = rng.random(arr.shape).astype(base) if base.kind == "f" else \
                     (rng.random(arr.shape) * 2**31).astype(base)
         value = arr
-        if "device_buffers" in caps:
+        if capability(backend, DEVICE_BUFFERS):
             value = device_buffers(backend).buffer(arr)
-        elif "shared_arrays" in caps:   # the CPU worker uses shared memory without copies
+        elif capability(backend, SHARED_ARRAYS):   # the CPU worker uses shared memory without copies
             value = shared_arrays(backend).zeros(arr.shape, arr.dtype)
             value[...] = arr
         return Resource(name, kind, t, args, value, (arr.shape[0],), declared)
     if kind in ("BLACK", "BLACK_3D", "BLACK_SCREEN", "URL"):
         if not t.is_texture:
             raise PlaygroundError(f"[playground::{kind}] on `{name}` needs a texture; it is {t.name}")
-        if "textures" not in caps:
+        if not capability(backend, TEXTURES):
             raise PlaygroundError(
                 f"`{name}` ({t.name}, [playground::{kind}]) is a texture, and the {backend.name} backend has no "
                 "textures: run this cell on Vulkan (`%slang_backend vulkan`, or Session(backend='vulkan'))")

@@ -9,7 +9,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .backends import Backend
-from .backends.packing import numpy_dtype
+from .backends.common.packing import numpy_dtype
 from .compiled import CompiledKernel
 from .compiler.reflection import TypeInfo
 from .kernels import check_parameters

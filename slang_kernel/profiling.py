@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .backends import Backend, DispatchTiming, timing
+from .backends.registry import TIMING, capability
 from .compiled import CompiledKernel
 
 __all__ = ["Profile", "profile_dispatch"]
@@ -62,7 +63,7 @@ def profile_dispatch(backend: Backend, kernel: CompiledKernel, groups: tuple[int
                      values: Mapping[str, Any]) -> Profile:
     """Run one dispatch through the backend's timed path (or the plain one, timed here as a whole)."""
     t0 = time.perf_counter()
-    if "timing" in backend.capabilities:
+    if capability(backend, TIMING):
         t: DispatchTiming = timing(backend).dispatch_timed(kernel, groups, values)
         total = (time.perf_counter() - t0) * 1000
         note = t.how or ("device timestamps" if t.device_timestamps else "wall clock where it runs")

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from .autodiff import SlangFunction
 from .backends import Backend, BackendConfig, create_backend
+from .backends.registry import backend_names
 from .cache import DiskCache, compiler_fingerprint, digest
 from .cell_store import CellStore
 from .cells import Cell
@@ -287,7 +288,7 @@ class Session:
         self._replicas[backend] = (r, state)
         return r
 
-    def compare(self, kernel: str, backends: Sequence[str] = ("cpu", "vulkan", "cuda"), *, threads: Any = None,
+    def compare(self, kernel: str, backends: Sequence[str] = backend_names(), *, threads: Any = None,
                 groups: Any = None, **params: Any) -> "Comparison":
         """Run `kernel` on each of `backends` that works here (each on its own copy of the inputs) and
         compare its output buffers: max absolute and ULP differences, counts, first differing indices

@@ -378,3 +378,37 @@ def test_only_the_views_hand_tensors_to_the_torch_package() -> None:
     for name in ("slang_kernel.torch.autograd", "slang_kernel.torch.tensors"):
         bad = {d for d in graph[name] if d in ("slang_kernel.session", *_PARTS, *_VIEWS) or _front(d)}
         assert not bad, f"{name} imports {bad}"
+
+
+# The backends' folders: a device package (cpu/, vulkan/, cuda/) uses the shared pieces (common/), the
+# registry and the engine's shared types, never another device package; common/ and the registry use no
+# device package; outside backends/ only the torch package's CUDA path reaches into one (its fp16 headers).
+_DEVICES = ("slang_kernel.backends.cpu", "slang_kernel.backends.vulkan", "slang_kernel.backends.cuda")
+_REACH_IN = {"slang_kernel.torch.slangtorch._module": {"slang_kernel.backends.cuda.fp16"}}
+
+
+def _in(name: str, pkg: str) -> bool:
+    return name == pkg or name.startswith(pkg + ".")
+
+
+def test_each_backend_package_keeps_to_its_folder() -> None:
+    graph = _graph()
+    for name, deps in graph.items():
+        own = next((d for d in _DEVICES if _in(name, d)), None)
+        into = {d for d in deps if any(_in(d, dev) for dev in _DEVICES)}
+        if own is not None:
+            assert all(_in(d, own) for d in into), f"{name} imports another backend's modules: {into}"
+        elif _in(name, "slang_kernel.backends"):
+            assert not into, f"{name} (shared by the backends) imports a device package: {into}"
+        else:
+            assert into <= _REACH_IN.get(name, set()), f"{name} imports backend internals {into}: ask the registry"
+    assert set(_DEVICES) <= set(graph) and "slang_kernel.backends.registry" in graph
+
+
+def test_capabilities_are_asked_through_the_registry() -> None:
+    """Outside backends/, a backend's capabilities are asked with registry.capability(backend, NAME)."""
+    for d in (ROOT / "slang_kernel", ROOT / "magics", ROOT / "widgets"):
+        for f in d.rglob("*.py"):
+            if (ROOT / "slang_kernel" / "backends") in f.parents:
+                continue
+            assert ".capabilities" not in f.read_text(), f"{f.relative_to(ROOT)} reads backend.capabilities"
