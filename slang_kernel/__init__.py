@@ -20,6 +20,7 @@ from .errors import (BackendUnavailable, BoundsError, DeviceLost, KernelCrash, K
 from .finite import NonFiniteError
 from .kernels import ComputeKernel
 from .session import CellResult, Session
+from . import views as _views  # registers the views behind slang_kernel.hooks (Session.compare, ...)
 
 __all__ = [
     "Backend",

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
+from . import hooks
 from .backends import Backend
 from .backends.registry import KERNEL_PATHS, TEXTURES, capability
 from .compiled import CompiledKernel, Specialization
@@ -17,8 +18,6 @@ from .errors import BoundsError, DeviceLost, KernelCrash, KernelInterrupted, Ker
 
 if TYPE_CHECKING:
     from .cells import Cell
-    from .profiling import Profile
-    from .thread_debug import ThreadDebug
 
 __all__ = ["BoundsError", "ComputeKernel", "DeviceLost", "KernelCrash", "KernelInterrupted",
            "KernelTimeout", "OutOfRangeWarning", "check_parameters", "groups_for"]
@@ -226,13 +225,12 @@ class ComputeKernel:
         self.dispatch_build(build, self.checked_groups(build, threads, groups, params), check_finite, params)
 
     def debug(self, thread: Sequence[int] = (0, 0, 0), *, threads: Any = None, groups: Any = None,
-              **params: Any) -> "ThreadDebug":
+              **params: Any) -> Any:
         """Run one dispatch (buffers are written as by a call) and return what thread (x, y, z) (its
         SV_DispatchThreadID) printed with printf, and the values it marked with `debug_value("name", v)`
         (`import debug;`). It builds an instrumented copy of the kernel's cell once per revision;
-        any thread can then be asked for without another build (see slang_kernel.thread_debug)."""
-        from .thread_debug import debug_dispatch
-
+        any thread can then be asked for without another build (a slang_kernel.views.thread_debug.ThreadDebug,
+        through slang_kernel.hooks)."""
         if self.specialization:
             raise NotImplementedError(
                 f"{self.name}.debug(): the thread debugger builds the kernel as its cell writes it, not a "
@@ -241,17 +239,16 @@ class ComputeKernel:
         ck = self.compiled()
         g = groups_for(ck.entry_point, threads, groups)
         check_parameters(ck, params)
-        return debug_dispatch(self.session, self.name, thread, g, params, threads)
+        return hooks.view(hooks.DEBUG_DISPATCH)(self.session, self.name, thread, g, params, threads)
 
-    def profile(self, *, threads: Any = None, groups: Any = None, **params: Any) -> "Profile":
+    def profile(self, *, threads: Any = None, groups: Any = None, **params: Any) -> Any:
         """Run one dispatch, as a call does, and say where its time went: bind/upload, run (GPU
-        timestamps on Vulkan and CUDA) and readback, in ms (slang_kernel.profiling)."""
-        from .profiling import profile_dispatch
-
+        timestamps on Vulkan and CUDA) and readback, in ms (a slang_kernel.views.profiling.Profile, through
+        slang_kernel.hooks)."""
         ck = self.compiled()
         g = groups_for(ck.entry_point, threads, groups)
         check_parameters(ck, params)
-        return profile_dispatch(self.session.backend, ck, g, params)
+        return hooks.view(hooks.PROFILE_DISPATCH)(self.session.backend, ck, g, params)
 
     @property
     def signature(self) -> str:

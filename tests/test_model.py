@@ -106,7 +106,7 @@ def test_playground_cell_ir_and_gradients(cpu_session: sk.Session) -> None:
 [shader("compute")][numthreads(4, 1, 1)][playground::CALL(4, 1, 1)]
 void computeMain(uint3 t: SV_DispatchThreadID) { outputBuffer[t.x] = bump(t.x); }""", name="pg")
     assert "bump" in s.ir("pg")
-    from slang_kernel.gradients import ir_views
+    from slang_kernel.views.gradients import ir_views
 
     views = ir_views(s, "bump")
     assert views.views["module"] and any("AFTER" in k for k in views.views), views.notes
@@ -319,7 +319,7 @@ public float outer(float x) { return x * 3; }""", name="shapes")
 # The arrows of docs/architecture.md: who may import whom among the session's parts and its views.
 _PARTS = ("slang_kernel.cell_store", "slang_kernel.compile_service", "slang_kernel.kernel_builds",
           "slang_kernel.checks")
-_VIEWS = ("slang_kernel.kernels", "slang_kernel.autodiff", "slang_kernel.thread_debug", "slang_kernel.compare")
+_VIEWS = ("slang_kernel.kernels", "slang_kernel.autodiff", "slang_kernel.views.thread_debug", "slang_kernel.views.compare")
 _FRONT = ("slang_kernel.frontend", "slang_kernel.display", "slang_kernel.magics", "slang_kernel.widgets", "slang_kernel.lsp",
           "slang_kernel.kernel")
 
@@ -412,3 +412,15 @@ def test_capabilities_are_asked_through_the_registry() -> None:
             if (ROOT / "slang_kernel" / "backends") in f.parents:
                 continue
             assert ".capabilities" not in f.read_text(), f"{f.relative_to(ROOT)} reads backend.capabilities"
+
+
+def test_the_engine_imports_no_view() -> None:
+    """The views (slang_kernel/views/) sit on top of the engine: only the package root (which imports
+    them so they register behind slang_kernel.hooks), the views themselves and the front ends import them."""
+    graph = _graph()
+    for name, deps in graph.items():
+        if name == "slang_kernel" or _in(name, "slang_kernel.views") or _front(name):
+            continue
+        into = {d for d in deps if _in(d, "slang_kernel.views")}
+        assert not into, f"{name} imports the views {into}: call them through slang_kernel.hooks"
+    assert "slang_kernel.hooks" in graph["slang_kernel.session"] and "slang_kernel.hooks" in graph["slang_kernel.kernels"]

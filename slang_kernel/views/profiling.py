@@ -14,9 +14,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from .backends import Backend, DispatchTiming, timing
-from .backends.registry import TIMING, capability
-from .compiled import CompiledKernel
+from ..backends import Backend, DispatchTiming, timing
+from ..backends.registry import TIMING, capability
+from ..compiled import CompiledKernel
 
 __all__ = ["Profile", "profile_dispatch"]
 

@@ -25,7 +25,7 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 
 import numpy as np
 
-from . import scanner
+from .. import scanner
 
 __all__ = ["NodeValue", "Callee", "Inst", "evaluate_flow", "json_floats", "split_args", "value_rank", "vector_size", "INTRINSICS"]
 

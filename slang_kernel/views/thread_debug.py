@@ -36,13 +36,13 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequenc
 
 import numpy as np
 
-from . import scanner
-from .backends import Backend
-from .cells import Cell
-from .compiled import CompiledKernel
-from .compiler.diagnostics import SlangCompileError
-from .errors import ParameterError
-from .protocols import DebugService
+from .. import scanner
+from ..backends import Backend
+from ..cells import Cell
+from ..compiled import CompiledKernel
+from ..compiler.diagnostics import SlangCompileError
+from ..errors import ParameterError
+from ..protocols import DebugService
 
 __all__ = ["DEBUG_THREAD_PARAM", "ThreadDebug", "debug_dispatch", "instrument"]
 

@@ -15,10 +15,10 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .compiler.diagnostics import SlangCompileError
-from .backends.registry import backend_names
-from .errors import BackendUnavailable
-from .protocols import CompareService
+from ..compiler.diagnostics import SlangCompileError
+from ..backends.registry import backend_names
+from ..errors import BackendUnavailable
+from ..protocols import CompareService
 
 __all__ = ["BufferDiff", "Comparison", "compare", "ulp_difference"]
 
