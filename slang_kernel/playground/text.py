@@ -69,7 +69,7 @@ def string_table(*sources: str) -> dict[int, str]:
     out: dict[int, str] = {}
     texts = list(sources)
     try:  # the Vulkan backend rewrites printf("%d") into sgl's print("{}"): know those literals too
-        from .backends.common.printing import rewrite_printf
+        from ..backends.common.printing import rewrite_printf
 
         texts += [rewrite_printf(s) for s in sources]
     except Exception:  # pragma: no cover - slangpy missing

@@ -29,12 +29,12 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from .compiled import CompiledKernel
-from .scanner import apply_edits, blank, declarations, index_sites
+from ..compiled import CompiledKernel
+from ..scanner import apply_edits, blank, declarations, index_sites
 
 __all__ = ["CPP_PRELUDE", "CUDA_PRELUDE", "clamp_array_indices", "webgpu_kernel"]
 
-CUDA_PRELUDE = """// slang_kernel.playground_robust: WebGPU's index clamping (Tint's min(i, N - 1)) for Playground programs
+CUDA_PRELUDE = """// slang_kernel.playground.robust: WebGPU's index clamping (Tint's min(i, N - 1)) for Playground programs
 #ifndef SLANG_BOUND_CHECK
 #define SLANG_BOUND_CHECK(index, count) \\
     if ((unsigned long long)(index) >= (unsigned long long)(count)) index = (count) > 0 ? (count) - 1 : 0;
@@ -46,7 +46,7 @@ CUDA_PRELUDE = """// slang_kernel.playground_robust: WebGPU's index clamping (Ti
 #endif
 """
 
-CPP_PRELUDE = """// slang_kernel.playground_robust: WebGPU's index clamping for fixed-size arrays (a checked
+CPP_PRELUDE = """// slang_kernel.playground.robust: WebGPU's index clamping for fixed-size arrays (a checked
 // session, -DSK_CHECKED, keeps the backend's reporting instead)
 #ifndef SK_CHECKED
 #undef SLANG_BOUND_CHECK_FIXED_ARRAY
@@ -55,7 +55,7 @@ CPP_PRELUDE = """// slang_kernel.playground_robust: WebGPU's index clamping for 
 #endif
 """
 
-_HELPER = "\n// slang_kernel.playground_robust\nuint _sk_webgpu_index(uint i, uint n) { return min(i, n - 1u); }\n"
+_HELPER = "\n// slang_kernel.playground.robust\nuint _sk_webgpu_index(uint i, uint n) { return min(i, n - 1u); }\n"
 _QUALIFIED = re.compile(r"\b(?:groupshared|static)\b")
 
 

@@ -1,5 +1,5 @@
 """Values of a Slang Playground program: its live inputs, what TIME / FRAME_ID / MOUSE_POSITION hold in
-the uniform's own type, and the rgba8 image a texture becomes (split out of playground.py)."""
+the uniform's own type, and the rgba8 image a texture becomes (split out of program.py)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .backends import Backend
-from .backends.common.packing import numpy_dtype
-from .compiled import CompiledKernel
-from .compiler.reflection import TypeInfo
-from .kernels import check_parameters
-from .playground_resources import Declaration
+from ..backends import Backend
+from ..backends.common.packing import numpy_dtype
+from ..compiled import CompiledKernel
+from ..compiler.reflection import TypeInfo
+from ..kernels import check_parameters
+from .resources import Declaration
 
-__all__ = ["Input", "as_scalar", "dispatch", "input_default", "to_rgba8", "vector_scalar", "zero_value"]
+__all__ = ["Input", "as_scalar", "dispatch", "color_default", "mouse_default", "slider_default", "zero_default", "to_rgba8", "vector_scalar", "zero_value"]
 
 
 def dispatch(backend: Backend, ck: CompiledKernel, groups: tuple[int, int, int], values: Mapping[str, Any]) -> None:
@@ -74,14 +74,23 @@ def zero_value(t: TypeInfo) -> Any:
     return None
 
 
-def input_default(kind: str, args: Sequence[Any], t: TypeInfo) -> Any:
-    """The value a live input starts at: the SLIDER / COLOR_PICK default, zeros otherwise."""
-    if kind == "SLIDER":
-        return float(args[0]) if args else 0.0
-    if kind == "COLOR_PICK":
-        return np.array([float(a) for a in (list(args) + [0, 0, 0])[:3]], np.float32)
-    if kind == "MOUSE_POSITION":
-        return np.zeros(4, vector_scalar(t))
+def slider_default(args: Sequence[Any], t: TypeInfo) -> Any:
+    """[playground::SLIDER(default, min, max)] starts at its default."""
+    return float(args[0]) if args else 0.0
+
+
+def color_default(args: Sequence[Any], t: TypeInfo) -> Any:
+    """[playground::COLOR_PICK(r, g, b)] starts at its colour."""
+    return np.array([float(a) for a in (list(args) + [0, 0, 0])[:3]], np.float32)
+
+
+def mouse_default(args: Sequence[Any], t: TypeInfo) -> Any:
+    """[playground::MOUSE_POSITION] starts at zeros of the uniform's vector type."""
+    return np.zeros(4, vector_scalar(t))
+
+
+def zero_default(args: Sequence[Any], t: TypeInfo) -> Any:
+    """TIME, FRAME_ID, KEY: a zero of the uniform's scalar type (frames set TIME and FRAME_ID)."""
     return 0 if (t.scalar or "").startswith(("int", "uint")) else 0.0
 
 

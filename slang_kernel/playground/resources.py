@@ -17,13 +17,13 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .backends import Backend, device_buffers, shared_arrays, textures
-from .backends.registry import DEVICE_BUFFERS, SHARED_ARRAYS, TEXTURES, capability
-from .backends.common.packing import ParameterError, element_dtype, texel_dtype, typed_element
-from .compiler.reflection import TypeInfo
-from .errors import PlaygroundError
+from ..backends import Backend, device_buffers, shared_arrays, textures
+from ..backends.registry import DEVICE_BUFFERS, SHARED_ARRAYS, TEXTURES, capability
+from ..backends.common.packing import ParameterError, element_dtype, texel_dtype, typed_element
+from ..compiler.reflection import TypeInfo
+from ..errors import PlaygroundError
 
-__all__ = ["Declaration", "Resource", "declared_formats", "make_resource", "resolve_path", "texel", "texture_format"]
+__all__ = ["Declaration", "Resource", "declared_formats", "buffer_resource", "sampler_resource", "texture_resource", "resolve_path", "texel", "texture_format"]
 
 Declaration = tuple[TypeInfo, tuple[tuple[str, tuple[Any, ...]], ...]]
 
@@ -135,66 +135,77 @@ def _load_image(url: str, base: Path | None, channels: int, dt: np.dtype[Any]) -
 # -- creation -------------------------------------------------------------------------------------
 
 
-def make_resource(backend: Backend, name: str, t: TypeInfo, kind: str, args: tuple[Any, ...], declared: Declaration,
-                  *, rng: np.random.Generator, screen: tuple[int, int], base_dir: Path | None,
-                  formats: Mapping[str, str] | None = None) -> Resource:
-    """The resource global `name` (Slang type `t`) declares with `[playground::KIND(args)]`, on `backend`.
-    screen: (width, height) that BLACK_SCREEN is a fraction of; formats: declared_formats of the cell."""
+def sampler_resource(backend: Backend, name: str, t: TypeInfo, kind: str, args: tuple[Any, ...], declared: Declaration,
+                     *, rng: np.random.Generator, screen: tuple[int, int], base_dir: Path | None,
+                     formats: Mapping[str, str] | None = None) -> Resource:
+    """[playground::SAMPLER]: linear filtering, wrap addressing (an sgl sampler's defaults); None on a
+    backend without textures (its textures are plain arrays, sampled in the kernel's own code)."""
+    value = textures(backend).sampler("linear") if capability(backend, TEXTURES) else None
+    return Resource(name, kind, t, args, value, (), declared)
+
+
+def buffer_resource(backend: Backend, name: str, t: TypeInfo, kind: str, args: tuple[Any, ...], declared: Declaration,
+                     *, rng: np.random.Generator, screen: tuple[int, int], base_dir: Path | None,
+                     formats: Mapping[str, str] | None = None) -> Resource:
+    """[playground::ZEROS(n)], RAND(n), DATA("file"): a structured buffer of n elements (zeros, random
+    values, a file's bytes), device-resident or shared with the worker where the backend offers it."""
     value: Any
-    if kind == "SAMPLER":  # linear filtering, wrap addressing: an sgl sampler's defaults
-        value = textures(backend).sampler("linear") if capability(backend, TEXTURES) else None
-        return Resource(name, kind, t, args, value, (), declared)
-    if kind in ("ZEROS", "RAND", "DATA"):
-        if not t.is_buffer:
-            raise PlaygroundError(f"[playground::{kind}] on `{name}` needs a structured buffer; it is {t.name}")
-        eshape: tuple[int, ...] = ()
-        if t.shape == "byte_address_buffer" or t.element is None:
-            base = np.dtype(np.uint32)
+    if not t.is_buffer:
+        raise PlaygroundError(f"[playground::{kind}] on `{name}` needs a structured buffer; it is {t.name}")
+    eshape: tuple[int, ...] = ()
+    if t.shape == "byte_address_buffer" or t.element is None:
+        base = np.dtype(np.uint32)
+    else:
+        base, eshape = element_dtype(t.element)
+    if kind == "DATA":
+        raw = resolve_path(str(args[0]), base_dir)
+        item = base.itemsize * int(np.prod(eshape, dtype=np.int64))
+        n = max(1, -(-len(raw) // item))
+        raw = raw + bytes(n * item - len(raw))
+        arr = np.frombuffer(raw, base).reshape((n, *eshape)).copy()
+    else:
+        n = int(args[0])
+        if n <= 0:
+            raise PlaygroundError(f"[playground::{kind}({n})] on `{name}`: the size must be positive")
+        arr = np.zeros((n, *eshape), base)
+        if kind == "RAND":
+            arr[...] = rng.random(arr.shape).astype(base) if base.kind == "f" else \
+                (rng.random(arr.shape) * 2**31).astype(base)
+    value = arr
+    if capability(backend, DEVICE_BUFFERS):
+        value = device_buffers(backend).buffer(arr)
+    elif capability(backend, SHARED_ARRAYS):   # the CPU worker uses shared memory without copies
+        value = shared_arrays(backend).zeros(arr.shape, arr.dtype)
+        value[...] = arr
+    return Resource(name, kind, t, args, value, (arr.shape[0],), declared)
+
+
+def texture_resource(backend: Backend, name: str, t: TypeInfo, kind: str, args: tuple[Any, ...], declared: Declaration,
+                     *, rng: np.random.Generator, screen: tuple[int, int], base_dir: Path | None,
+                     formats: Mapping[str, str] | None = None) -> Resource:
+    """[playground::BLACK(w, h)], BLACK_3D(w, h, d), BLACK_SCREEN(fw, fh) (fractions of `screen`) and
+    URL("image"): a texture of the declared format, on a backend with textures."""
+    value: Any
+    if not t.is_texture:
+        raise PlaygroundError(f"[playground::{kind}] on `{name}` needs a texture; it is {t.name}")
+    if not capability(backend, TEXTURES):
+        raise PlaygroundError(
+            f"`{name}` ({t.name}, [playground::{kind}]) is a texture, and the {backend.name} backend has no "
+            "textures: run this cell on Vulkan (`%slang_backend vulkan`, or Session(backend='vulkan'))")
+    dt, ch = texel(t, (formats or {}).get(name))
+    if dt == np.uint8 and t.writable and backend.target == "cuda":
+        dt = texel(t)[0]   # CUDA surfaces hold the kernel's texel type (an rgba8 one refuses float4 writes)
+    dims = 3 if kind == "BLACK_3D" else 2
+    if kind == "URL":
+        arr = _load_image(str(args[0]), base_dir, ch, dt)
+    else:
+        shape: tuple[int, ...]
+        if kind == "BLACK":
+            shape = (int(args[1]), int(args[0]))
+        elif kind == "BLACK_3D":
+            shape = (int(args[2]), int(args[1]), int(args[0]))
         else:
-            base, eshape = element_dtype(t.element)
-        if kind == "DATA":
-            raw = resolve_path(str(args[0]), base_dir)
-            item = base.itemsize * int(np.prod(eshape, dtype=np.int64))
-            n = max(1, -(-len(raw) // item))
-            raw = raw + bytes(n * item - len(raw))
-            arr = np.frombuffer(raw, base).reshape((n, *eshape)).copy()
-        else:
-            n = int(args[0])
-            if n <= 0:
-                raise PlaygroundError(f"[playground::{kind}({n})] on `{name}`: the size must be positive")
-            arr = np.zeros((n, *eshape), base)
-            if kind == "RAND":
-                arr[...] = rng.random(arr.shape).astype(base) if base.kind == "f" else \
-                    (rng.random(arr.shape) * 2**31).astype(base)
-        value = arr
-        if capability(backend, DEVICE_BUFFERS):
-            value = device_buffers(backend).buffer(arr)
-        elif capability(backend, SHARED_ARRAYS):   # the CPU worker uses shared memory without copies
-            value = shared_arrays(backend).zeros(arr.shape, arr.dtype)
-            value[...] = arr
-        return Resource(name, kind, t, args, value, (arr.shape[0],), declared)
-    if kind in ("BLACK", "BLACK_3D", "BLACK_SCREEN", "URL"):
-        if not t.is_texture:
-            raise PlaygroundError(f"[playground::{kind}] on `{name}` needs a texture; it is {t.name}")
-        if not capability(backend, TEXTURES):
-            raise PlaygroundError(
-                f"`{name}` ({t.name}, [playground::{kind}]) is a texture, and the {backend.name} backend has no "
-                "textures: run this cell on Vulkan (`%slang_backend vulkan`, or Session(backend='vulkan'))")
-        dt, ch = texel(t, (formats or {}).get(name))
-        if dt == np.uint8 and t.writable and backend.target == "cuda":
-            dt = texel(t)[0]   # CUDA surfaces hold the kernel's texel type (an rgba8 one refuses float4 writes)
-        dims = 3 if kind == "BLACK_3D" else 2
-        if kind == "URL":
-            arr = _load_image(str(args[0]), base_dir, ch, dt)
-        else:
-            shape: tuple[int, ...]
-            if kind == "BLACK":
-                shape = (int(args[1]), int(args[0]))
-            elif kind == "BLACK_3D":
-                shape = (int(args[2]), int(args[1]), int(args[0]))
-            else:
-                shape = (max(1, int(screen[1] * float(args[1]))), max(1, int(screen[0] * float(args[0]))))
-            arr = np.zeros((*shape, ch), dt)
-        value = textures(backend).texture(arr, dims=dims)
-        return Resource(name, kind, t, args, value, arr.shape[:dims], declared)
-    raise PlaygroundError(f"unknown playground resource {kind}")
+            shape = (max(1, int(screen[1] * float(args[1]))), max(1, int(screen[0] * float(args[0]))))
+        arr = np.zeros((*shape, ch), dt)
+    value = textures(backend).texture(arr, dims=dims)
+    return Resource(name, kind, t, args, value, arr.shape[:dims], declared)

@@ -41,21 +41,21 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
-from .backends import Backend
-from .compiled import CompiledKernel
-from .compiler.diagnostics import SlangCompileError
-from .compiler.reflection import ParamInfo
-from .errors import PlaygroundError
-from .kernels import groups_for
-from .protocols import ProgramService
-from .playground_robust import webgpu_kernel
-from .playground_values import Input, as_scalar, dispatch, input_default, to_rgba8, vector_scalar, zero_value
-from .playground_resources import Declaration, Resource, declared_formats, make_resource
-from .playground_text import (PLAYGROUND_URL, decode_playground_link, decode_prints, is_playground, playground_link,
+from ..backends import Backend
+from ..compiled import CompiledKernel
+from ..compiler.diagnostics import SlangCompileError
+from ..compiler.reflection import ParamInfo
+from ..errors import PlaygroundError
+from ..protocols import ProgramService
+from .robust import webgpu_kernel
+from .attributes import INPUTS, RESOURCES, call_groups, read_resource
+from .values import Input, as_scalar, dispatch, to_rgba8, vector_scalar, zero_value
+from .resources import Declaration, Resource, declared_formats
+from .text import (PLAYGROUND_URL, decode_playground_link, decode_prints, is_playground, playground_link,
                               string_hash, string_table)
 
 if TYPE_CHECKING:
-    from .session import Session
+    from ..session import Session
 
 __all__ = [
     "PLAYGROUND_URL", "Input", "PlaygroundError", "PlaygroundProgram", "Resource", "decode_playground_link",
@@ -75,8 +75,6 @@ def _declaration(p: ParamInfo, formats: Mapping[str, str] | None = None) -> Decl
     return p.type, tuple(attrs) + ((("format", (fmt,)),) if fmt else ())
 
 
-_RESOURCE_KINDS = ("ZEROS", "RAND", "BLACK", "BLACK_3D", "BLACK_SCREEN", "URL", "DATA", "SAMPLER")
-_INPUT_KINDS = ("TIME", "FRAME_ID", "MOUSE_POSITION", "KEY", "SLIDER", "COLOR_PICK")
 
 
 def _pg_attrs(attrs: Sequence[tuple[str, tuple[Any, ...]]]) -> dict[str, tuple[Any, ...]]:
@@ -155,7 +153,7 @@ class PlaygroundProgram:
     def __init__(self, session: "Session", cell: str | None = None, *, screen: tuple[int, int] = SCREEN_SIZE,
                  base_dir: str | Path | None = None, seed: int = 0, webgpu_bounds: bool = True) -> None:
         self.session: ProgramService = session.engine   # its narrow service (protocols.py)
-        self.webgpu_bounds = webgpu_bounds   # WebGPU's clamped indices (playground_robust); False to measure
+        self.webgpu_bounds = webgpu_bounds   # WebGPU's clamped indices (playground.robust); False to measure
         self.cell = cell if cell is not None else self.session.cells[-1]
         self.screen = screen
         self.base_dir = Path(base_dir) if base_dir is not None else Path.cwd()
@@ -269,14 +267,14 @@ class PlaygroundProgram:
         created = False
         for p in rev.globals.values():
             decl, attrs, t = _declaration(p, rev.formats), _pg_attrs(p.attributes), p.type
-            res = next(((k, attrs[k]) for k in _RESOURCE_KINDS if k in attrs), None)
-            inp = next(((k, attrs[k]) for k in _INPUT_KINDS if k in attrs), None)
+            res = next(((k, attrs[k]) for k in RESOURCES if k in attrs), None)
+            inp = next(((k, attrs[k]) for k in INPUTS if k in attrs), None)
             if res is not None:
                 was = self.resources.get(p.name)
                 if keep and was is not None and was.declared == decl:
                     resources[p.name] = was
                 else:
-                    resources[p.name] = make_resource(rev.backend, p.name, t, *res, decl, rng=self.rng,
+                    resources[p.name] = RESOURCES[res[0]](rev.backend, p.name, t, *res, decl, rng=self.rng,
                                                       screen=self.screen, base_dir=self.base_dir,
                                                       formats=rev.formats)
                     created = True
@@ -287,7 +285,7 @@ class PlaygroundProgram:
                     uniforms[p.name] = self.uniforms.get(p.name, was_in.value)
                 else:
                     kind, args = inp
-                    value = input_default(kind, args, t)
+                    value = INPUTS[kind](args, t)
                     inputs[p.name] = Input(p.name, kind, t, tuple(args), value, decl)
                     uniforms[p.name] = value
             elif t.kind in ("resource", "sampler"):
@@ -309,33 +307,6 @@ class PlaygroundProgram:
     # -- setup
 
     # -- running
-
-    def _groups(self, ck: CompiledKernel, attrs: Mapping[str, tuple[Any, ...]]) -> tuple[int, int, int]:
-        ep = ck.entry_point
-        if "CALL" in attrs:
-            xyz = [int(a) for a in attrs["CALL"]] + [1, 1, 1]
-            return groups_for(ep, threads=tuple(xyz[:3]))
-        if "CALL_SIZE_OF" in attrs:
-            rname = str(attrs["CALL_SIZE_OF"][0])
-            r = self.resources.get(rname)
-            if r is None or not r.shape:
-                raise PlaygroundError(f"{ep.name}: [playground::CALL::SIZE_OF(\"{rname}\")] names no resource of "
-                                      f"this program (resources: {', '.join(self.resources) or 'none'})")
-            size = tuple(r.shape[::-1]) if r.type.is_texture else r.shape
-            return groups_for(ep, threads=tuple(size))
-        if "CALL_INDIRECT" in attrs:
-            bname, offset = str(attrs["CALL_INDIRECT"][0]), int(attrs["CALL_INDIRECT"][1])
-            r = self.resources.get(bname)
-            if r is None or not r.type.is_buffer:
-                raise PlaygroundError(f"{ep.name}: [playground::CALL_INDIRECT] names no buffer `{bname}`")
-            raw = self._read(r).reshape(-1).view(np.uint8)
-            g = np.frombuffer(raw[offset:offset + 12].tobytes(), np.uint32)
-            return (int(g[0]), int(g[1]), int(g[2])) if g.size == 3 else (0, 0, 0)
-        return (0, 0, 0)
-
-    def _read(self, r: Resource) -> np.ndarray:
-        v = r.value
-        return v.numpy() if hasattr(v, "numpy") else np.asarray(v)
 
     def set(self, **values: Any) -> None:
         """Set live inputs by global name (slider floats, colour triples, mouse float4, key 0/1)."""
@@ -374,7 +345,7 @@ class PlaygroundProgram:
                 if "CALL_ONCE" in attrs and name not in self._once:
                     continue
                 ck = rev.compiled[name]
-                groups = self._groups(ck, attrs)
+                groups = call_groups(ck.entry_point, attrs, self.resources)
                 kv = {k: vals[k] for k in ck.parameter_names if k in vals}
                 for k, zero in rev.zeros[name].items():
                     kv.setdefault(k, zero)
@@ -384,7 +355,7 @@ class PlaygroundProgram:
             if printing is not None and "print" in rev.source:
                 if self._strings is None:
                     self._strings = string_table(rev.source, *rev.sources)
-                text = decode_prints(self._read(printing), self._strings)
+                text = decode_prints(read_resource(printing), self._strings)
                 if text:   # RenderCanvas.vue shows a frame's output only when it printed something
                     self.printed = text
         return self
@@ -416,7 +387,7 @@ class PlaygroundProgram:
 
     def read(self, name: str) -> np.ndarray:
         """A resource's current contents as numpy."""
-        return self._read(self.resources[name])
+        return read_resource(self.resources[name])
 
     def image(self, name: str | None = None) -> np.ndarray:
         """The canvas as the Playground shows it: the output texture as (H, W, 4) uint8 RGBA (clamped
