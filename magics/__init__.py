@@ -26,7 +26,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
 from ..backends.registry import choices
-from ..display import code_display, show
+from ..frontend.display import code_display, show
 from ..frontend import FrontEnd
 from ..session import CODE_TARGETS, Session
 

@@ -320,7 +320,7 @@ public float outer(float x) { return x * 3; }""", name="shapes")
 _PARTS = ("slang_kernel.cell_store", "slang_kernel.compile_service", "slang_kernel.kernel_builds",
           "slang_kernel.checks")
 _VIEWS = ("slang_kernel.kernels", "slang_kernel.autodiff", "slang_kernel.views.thread_debug", "slang_kernel.views.compare")
-_FRONT = ("slang_kernel.frontend", "slang_kernel.display", "slang_kernel.magics", "slang_kernel.widgets", "slang_kernel.lsp",
+_FRONT = ("slang_kernel.frontend", "slang_kernel.magics", "slang_kernel.widgets", "slang_kernel.lsp",
           "slang_kernel.kernel")
 
 

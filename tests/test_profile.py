@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 import slang_kernel as sk
-from slang_kernel.display import summary
+from slang_kernel.frontend.display import summary
 from slang_kernel.views.profiling import Profile
 
 

@@ -7,7 +7,7 @@ import pytest
 
 import slang_kernel as sk
 from slang_kernel.backends.common.packing import ParameterError
-from slang_kernel.display import summary
+from slang_kernel.frontend.display import summary
 
 SEED_CRASH = """
 interface IFoo

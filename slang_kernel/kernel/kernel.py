@@ -37,7 +37,7 @@ from traitlets import List
 from .. import KernelInterrupted, __version__
 from ..backends.registry import choices
 from ..compiler.diagnostics import SlangCompileError
-from ..display import code_display, show, warnings_text
+from ..frontend.display import code_display, show, warnings_text
 from ..frontend import FrontEnd
 from ..lsp import replies
 from ..lsp.assist import Assistant

@@ -23,9 +23,9 @@ from typing import Any, cast
 
 from IPython.core.interactiveshell import ExecutionInfo, ExecutionResult, InteractiveShell
 
-from .compiler.diagnostics import SlangCompileError
+from ..compiler.diagnostics import SlangCompileError
 from .display import error_lines, relabel_error, relabel_text, show, summary, traceback_lines
-from .errors import (
+from ..errors import (
     BoundsError,
     DeviceLost,
     KernelCrash,
@@ -34,8 +34,8 @@ from .errors import (
     ParameterError,
     PlaygroundError,
 )
-from .playground import is_playground
-from .session import CellResult, Session
+from ..playground import is_playground
+from ..session import CellResult, Session
 
 __all__ = ["RUNTIME_ERRORS", "FrontEnd"]
 
@@ -200,7 +200,7 @@ class FrontEnd:
         show(summary(session, result, self._labels))
         if not is_playground(session.cell(result.name).source):
             return  # (the widgets, and what they import, load only for playground cells)
-        from .widgets import show_cell
+        from ..widgets import show_cell
 
         try:
             prog = show_cell(session, result.name, display=show)
@@ -213,7 +213,7 @@ class FrontEnd:
     def _keep_view(self, session: Session, name: str) -> None:
         """A failed edit of a playing Playground cell: its view stays in the cell (widgets/playground_view)."""
         if name in session.cells and is_playground(session.cell(name).source):
-            from .widgets import keep_cell_view
+            from ..widgets import keep_cell_view
 
             keep_cell_view(session, name, display=show)
 
