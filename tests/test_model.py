@@ -424,3 +424,36 @@ def test_the_engine_imports_no_view() -> None:
         into = {d for d in deps if _in(d, "slang_kernel.views")}
         assert not into, f"{name} imports the views {into}: call them through slang_kernel.hooks"
     assert "slang_kernel.hooks" in graph["slang_kernel.session"] and "slang_kernel.hooks" in graph["slang_kernel.kernels"]
+
+
+# The folders' arrows of docs/architecture.md, exactly: "engine" is every other module of slang_kernel
+# (the session, its parts, kernels, autodiff and the shared modules); the package root and __main__ (the
+# command line) may import anything.
+_FOLDERS = ("magics", "widgets", "kernel", "lsp", "frontend", "views", "playground", "torch", "backends", "compiler")
+_FOLDER_ARROWS = {
+    "magics": {"frontend", "lsp", "widgets", "backends", "engine"},
+    "widgets": {"views", "playground", "engine"},
+    "kernel": {"frontend", "lsp", "backends", "compiler", "engine"},
+    "lsp": {"kernel", "frontend", "compiler", "engine"},
+    "frontend": {"playground", "widgets", "compiler", "engine"},
+    "views": {"backends", "compiler", "engine"},
+    "playground": {"backends", "compiler", "engine"},
+    "torch": {"backends", "compiler", "engine"},
+    "engine": {"backends", "compiler", "torch"},
+    "backends": {"compiler", "engine"},
+    "compiler": {"engine"},
+}
+
+
+def _folder(name: str) -> str:
+    return next((f for f in _FOLDERS if _in(name, f"slang_kernel.{f}")), "engine")
+
+
+def test_the_folders_import_only_along_the_drawn_arrows() -> None:
+    graph = _graph()
+    for name, deps in graph.items():
+        if name in ("slang_kernel", "slang_kernel.__main__"):
+            continue
+        src = _folder(name)
+        bad = {d for d in deps if _folder(d) != src and _folder(d) not in _FOLDER_ARROWS[src]}
+        assert not bad, f"{name} ({src}/) imports {bad}: not an arrow of docs/architecture.md"
