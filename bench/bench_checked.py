@@ -6,7 +6,7 @@ Peer: the unchecked dispatch of the same kernel in the same run, on the same dev
 device-resident buffers (Vulkan: backend.buffer(); CUDA: CuPy arrays; CPU: shared arrays), waited for.
 Two kernels: a 3-point stencil (memory bound, three checked reads and one checked write per thread)
 and an 8-tap gather through an index buffer (indirect reads, each one checked). On Vulkan the checked
-variant is the instrumented cell (backends/_bounds_slang.py) plus its report buffer's round trip; on
+variant is the instrumented cell (backends/vulkan/bounds_slang.py) plus its report buffer's round trip; on
 CUDA the prelude's bound-check hooks; the CPU checks every dispatch anyway (checked=True only turns
 its warning into an error), so its ratio is the noise floor. Prints ms and checked/unchecked.
 """

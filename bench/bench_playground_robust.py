@@ -1,4 +1,4 @@
-"""The cost of WebGPU's clamped indices for Playground programs (slang_kernel.playground_robust).
+"""The cost of WebGPU's clamped indices for Playground programs (slang_kernel.playground.robust).
 
 Peer: the same demo, the same frames, built without the clamps (`PlaygroundProgram(webgpu_bounds=False)`),
 in the same run. gsplat2d-diff is measured (its tile list overflows too, but only into other groupshared

@@ -21,7 +21,7 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
     2>&1 | tee "$OUT/backend_tests_gpu.log"
 fi
 if [ "$what" = textures ]; then
-  python3 -c "import cupy, slang_kernel.backends._cuda_fp16 as f; print('cupy', cupy.__version__, 'cuda_fp16.h:', f.fp16_include_dir(cupy))" \
+  python3 -c "import cupy, slang_kernel.backends.cuda.fp16 as f; print('cupy', cupy.__version__, 'cuda_fp16.h:', f.fp16_include_dir(cupy))" \
     2>&1 | tee "$OUT/fp16.txt"
   python3 -m pytest -p no:cacheprovider -ra -q tests/test_conformance_textures.py tests/test_cuda.py --backends cuda,vulkan \
     2>&1 | tee "$OUT/textures_gpu.log"

@@ -25,9 +25,10 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
-from ..display import code_display, show
-from ..frontend import FrontEnd
-from ..session import CODE_TARGETS, Session
+from slang_kernel.backends.registry import choices
+from slang_kernel.frontend.display import code_display, show
+from slang_kernel.frontend import FrontEnd
+from slang_kernel.session import CODE_TARGETS, Session
 
 __all__ = ["SlangMagics", "load_ipython_extension", "session_for"]
 
@@ -46,7 +47,7 @@ class _Parser(argparse.ArgumentParser):
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="%%slang", add_help=False, usage=_USAGE)
     p.add_argument("name", nargs="?")
-    p.add_argument("--backend", choices=["cpu", "vulkan", "cuda", "auto"])
+    p.add_argument("--backend", choices=list(choices()))
     p.add_argument("--show", default="")
     p.add_argument("--ir", action="store_true")
     p.add_argument("-D", dest="defines", action="append", default=[])
@@ -130,7 +131,7 @@ class SlangMagics(Magics):
         """`%slang_ir NAME [--pass P]`: IRGraph of a function, kernel or cell: its IR (with source
         lines), the generated derivative functions beside a [Differentiable] one, and the IR before
         and after pass P."""
-        from ..widgets import IRGraph
+        from slang_kernel.widgets import IRGraph
 
         p = _Parser(prog="%slang_ir", add_help=False,
                     usage="usage: %slang_ir NAME [--pass PASS] [--mode module|blocks|dataflow]")
@@ -146,7 +147,7 @@ class SlangMagics(Magics):
         """`%slang_grad NAME arg1 arg2 ...`: GradientFlow of a [Differentiable] function at the given
         arguments (Python expressions evaluated in the notebook's namespace; no spaces inside one,
         or quote it)."""
-        from ..widgets import GradientFlow
+        from slang_kernel.widgets import GradientFlow
 
         parts = _split(line)
         if not parts:
@@ -164,6 +165,6 @@ class SlangMagics(Magics):
 
 def load_ipython_extension(ipython: InteractiveShell) -> None:
     ipython.register_magics(SlangMagics(ipython))
-    from ..lsp.ipython import register  # Tab and Shift-Tab in %%slang cells (slang_kernel.lsp, i31)
+    from slang_kernel.lsp.ipython import register  # Tab and Shift-Tab in %%slang cells (slang_kernel.lsp, i31)
 
     register(ipython)

@@ -8,7 +8,14 @@
 
 from __future__ import annotations
 
+import os as _os
 from typing import Any
+
+# magics/ and widgets/ sit beside this folder at the top of the repository (the layout fixes them) and are
+# slang_kernel.magics and slang_kernel.widgets: the wheel puts them inside the package (pyproject's
+# `sources`); in a checkout or an editable install the package's path reaches the folder above instead.
+if not _os.path.isdir(_os.path.join(__path__[0], "widgets")):
+    __path__.append(_os.path.dirname(_os.path.abspath(__path__[0])))
 
 from .autodiff import SlangFunction
 from .backends import Backend, BackendConfig
@@ -20,6 +27,7 @@ from .errors import (BackendUnavailable, BoundsError, DeviceLost, KernelCrash, K
 from .finite import NonFiniteError
 from .kernels import ComputeKernel
 from .session import CellResult, Session
+from . import views as _views  # registers the views behind slang_kernel.hooks (Session.compare, ...)
 
 __all__ = [
     "Backend",

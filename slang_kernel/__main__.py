@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import Sequence
 
+from .backends.registry import choices
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m slang_kernel",
@@ -19,7 +21,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     where.add_argument("--prefix", metavar="PREFIX", help="into PREFIX/share/jupyter/kernels")
     p.add_argument("--name", default="slang", help="kernelspec name (default: slang)")
     p.add_argument("--display-name", default="Slang", help="name shown in Jupyter (default: Slang)")
-    p.add_argument("--backend", choices=("auto", "cpu", "vulkan", "cuda"),
+    p.add_argument("--backend", choices=choices(),
                    help="default backend of the kernel's session (sets SLANG_KERNEL_BACKEND)")
     u = sub.add_parser("uninstall", help="remove the Slang kernelspec")
     u.add_argument("--name", default="slang")

@@ -5,7 +5,7 @@ share one transport: a Unix socket pair, whole messages framed as an 8-byte litt
 a pickle, file descriptors passed beside them (SCM_RIGHTS), and a death turned into a readable reason.
 
 Standard library only and no package-relative imports: the CPU worker is started by path
-(``python _cpu_worker.py``) and imports this file directly, so that it serves in tens of
+(``python backends/cpu/worker.py``) and imports this file directly, so that it serves in tens of
 milliseconds instead of paying for the whole package (numpy and all).
 """
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import scanner
 from .backends import Backend
-from .backends.packing import element_dtype
+from .backends.common.packing import element_dtype
 from .cells import Cell
 from .compiled import CompiledKernel, CompileRequest
 from .compiler.reflection import FunctionInfo

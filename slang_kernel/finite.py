@@ -23,6 +23,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from .backends import Backend, finite_scan
+from .backends.registry import FINITE_SCAN, capability
 from .compiled import CompiledKernel
 from .compiler.reflection import ParamInfo
 
@@ -100,7 +101,7 @@ def first_nonfinite(value: Any, backend: Backend | None = None) -> tuple[tuple[i
     dev = _device_array(value)
     if dev is not None:
         return _first_on_device(dev)
-    if backend is not None and "finite_scan" in backend.capabilities:
+    if backend is not None and capability(backend, FINITE_SCAN):
         scan = finite_scan(backend)
         if scan.scans(value):
             return scan.first_nonfinite(value)

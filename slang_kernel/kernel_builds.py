@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from . import scanner
 from .backends import Backend
+from .backends.registry import TYPE_CONFORMANCES, capability
 from .cache import digest
 from .cell_store import CellStore
 from .cells import Cell, identifiers, visible_imports
@@ -200,7 +201,7 @@ class KernelBuilds:
         if hit is not None and self.store.is_current(hit) and (owner.name, owner.digest) in hit.digests:
             return hit
         if spec.conformances and target == self.backend.target and target not in ("cpp", "cuda") \
-                and "type_conformances" not in self.backend.capabilities:
+                and not capability(self.backend, TYPE_CONFORMANCES):
             raise SpecializationError(
                 f"{name}: type_conformances need a backend that runs Slang's generated code (cpu, cuda); the "
                 f"{self.backend.name} backend builds kernels from Slang source through slangpy, which this "
@@ -287,7 +288,7 @@ class KernelBuilds:
         `np.zeros(n, s.dtype("P"))`: the same fields give the same answer on every backend."""
         import numpy as np
 
-        from .backends.packing import element_dtype
+        from .backends.common.packing import element_dtype
 
         name = " ".join(str(type_name).split())
         head = re.match(r"[A-Za-z_]\w*", name)

@@ -7,7 +7,9 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
+from . import hooks
 from .backends import Backend
+from .backends.registry import KERNEL_PATHS, TEXTURES, capability
 from .compiled import CompiledKernel, Specialization
 from .protocols import KernelService
 from .specialize import SpecializationError
@@ -16,8 +18,6 @@ from .errors import BoundsError, DeviceLost, KernelCrash, KernelInterrupted, Ker
 
 if TYPE_CHECKING:
     from .cells import Cell
-    from .profiling import Profile
-    from .thread_debug import ThreadDebug
 
 __all__ = ["BoundsError", "ComputeKernel", "DeviceLost", "KernelCrash", "KernelInterrupted",
            "KernelTimeout", "OutOfRangeWarning", "check_parameters", "groups_for"]
@@ -104,7 +104,7 @@ class ComputeKernel:
         element for a buffer (`StructuredBuffer<P>` -> P's structured dtype, with the target's field
         offsets and padding, vector fields as subarrays), else of the value itself (a struct, an
         array, a vector). Fill a struct buffer with `np.zeros(n, k.dtype("ps"))`."""
-        from .backends.packing import element_dtype, numpy_dtype
+        from .backends.common.packing import element_dtype, numpy_dtype
 
         p = next((q for q in self.params if q.name == param), None)
         if p is None:
@@ -125,7 +125,7 @@ class ComputeKernel:
         from .backends import kernel_paths
 
         backend = self.session.backend
-        if "kernel_paths" not in backend.capabilities:
+        if not capability(backend, KERNEL_PATHS):
             return backend.name
         return kernel_paths(backend).path(self.compiled())
 
@@ -191,7 +191,7 @@ class ComputeKernel:
         backend that keeps textures on the device, a device texture there; elsewhere the (H, W, C)
         numpy array itself."""
         from .backends import textures
-        from .backends.packing import texel_dtype
+        from .backends.common.packing import texel_dtype
 
         p = next((q for q in self.params if q.name == param), None)
         if p is None or not p.type.is_texture:
@@ -200,7 +200,7 @@ class ComputeKernel:
         dtype, channels = texel_dtype(p.type)   # reflection names a texture's texel type only as text
         arr = np.zeros((height, width, channels), dtype)
         backend = self.session.backend
-        return textures(backend).texture(arr) if "textures" in backend.capabilities else arr
+        return textures(backend).texture(arr) if capability(backend, TEXTURES) else arr
 
     @property
     def current(self) -> bool:
@@ -225,13 +225,12 @@ class ComputeKernel:
         self.dispatch_build(build, self.checked_groups(build, threads, groups, params), check_finite, params)
 
     def debug(self, thread: Sequence[int] = (0, 0, 0), *, threads: Any = None, groups: Any = None,
-              **params: Any) -> "ThreadDebug":
+              **params: Any) -> Any:
         """Run one dispatch (buffers are written as by a call) and return what thread (x, y, z) (its
         SV_DispatchThreadID) printed with printf, and the values it marked with `debug_value("name", v)`
         (`import debug;`). It builds an instrumented copy of the kernel's cell once per revision;
-        any thread can then be asked for without another build (see slang_kernel.thread_debug)."""
-        from .thread_debug import debug_dispatch
-
+        any thread can then be asked for without another build (a slang_kernel.views.thread_debug.ThreadDebug,
+        through slang_kernel.hooks)."""
         if self.specialization:
             raise NotImplementedError(
                 f"{self.name}.debug(): the thread debugger builds the kernel as its cell writes it, not a "
@@ -240,17 +239,16 @@ class ComputeKernel:
         ck = self.compiled()
         g = groups_for(ck.entry_point, threads, groups)
         check_parameters(ck, params)
-        return debug_dispatch(self.session, self.name, thread, g, params, threads)
+        return hooks.view(hooks.DEBUG_DISPATCH)(self.session, self.name, thread, g, params, threads)
 
-    def profile(self, *, threads: Any = None, groups: Any = None, **params: Any) -> "Profile":
+    def profile(self, *, threads: Any = None, groups: Any = None, **params: Any) -> Any:
         """Run one dispatch, as a call does, and say where its time went: bind/upload, run (GPU
-        timestamps on Vulkan and CUDA) and readback, in ms (slang_kernel.profiling)."""
-        from .profiling import profile_dispatch
-
+        timestamps on Vulkan and CUDA) and readback, in ms (a slang_kernel.views.profiling.Profile, through
+        slang_kernel.hooks)."""
         ck = self.compiled()
         g = groups_for(ck.entry_point, threads, groups)
         check_parameters(ck, params)
-        return profile_dispatch(self.session.backend, ck, g, params)
+        return hooks.view(hooks.PROFILE_DISPATCH)(self.session.backend, ck, g, params)
 
     @property
     def signature(self) -> str:

@@ -17,10 +17,12 @@ invalidates it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from .autodiff import SlangFunction
 from .backends import Backend, BackendConfig, create_backend
+from . import hooks
+from .backends.registry import backend_names
 from .cache import DiskCache, compiler_fingerprint, digest
 from .cell_store import CellStore
 from .cells import Cell
@@ -34,8 +36,6 @@ from .finite import FiniteCheck
 from .kernel_builds import KernelBuilds
 from .kernels import ComputeKernel
 
-if TYPE_CHECKING:
-    from .compare import Comparison
 
 __all__ = ["CODE_TARGETS", "MODULE_DIR", "CellResult", "CompiledKernel", "Session"]
 
@@ -207,10 +207,9 @@ class Session:
         return self.engine.ir(name)
 
     def ir_graph(self, name: str, **kwargs: Any) -> dict[str, Any]:
-        from .ir import parse_ir
-        from .ir_graph import to_graph
-
-        return to_graph(parse_ir(self.ir(name)), **kwargs)
+        """Graph data of `name`'s IR for the IRGraph widget (slang_kernel.views.ir_graph, through hooks)."""
+        graph: dict[str, Any] = hooks.view(hooks.IR_GRAPH)(self.ir(name), **kwargs)
+        return graph
 
     # -- configuration ------------------------------------------------------------------------------
 
@@ -287,14 +286,12 @@ class Session:
         self._replicas[backend] = (r, state)
         return r
 
-    def compare(self, kernel: str, backends: Sequence[str] = ("cpu", "vulkan", "cuda"), *, threads: Any = None,
-                groups: Any = None, **params: Any) -> "Comparison":
+    def compare(self, kernel: str, backends: Sequence[str] = backend_names(), *, threads: Any = None,
+                groups: Any = None, **params: Any) -> Any:
         """Run `kernel` on each of `backends` that works here (each on its own copy of the inputs) and
         compare its output buffers: max absolute and ULP differences, counts, first differing indices
-        (slang_kernel.compare). Backends that cannot run it are listed with the reason."""
-        from .compare import compare
-
-        return compare(self, kernel, backends, threads=threads, groups=groups, **params)
+        (a slang_kernel.views.compare.Comparison). Backends that cannot run it are listed with the reason."""
+        return hooks.view(hooks.COMPARE)(self, kernel, backends, threads=threads, groups=groups, **params)
 
     # -- lifecycle ----------------------------------------------------------------------------------
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from .backends import Backend, replay
+from .backends.registry import REPLAY, capability
 from .compiled import CompiledKernel
 from .kernels import ComputeKernel
 
@@ -82,7 +83,7 @@ class Step:
         kernels = [k for k, _ in self._given]
         if scan:
             self._replay = _Sequential(kernels, launches, True)
-        elif backend.config.checked or "replay" not in backend.capabilities:
+        elif backend.config.checked or not capability(backend, REPLAY):
             self._replay = _Sequential(kernels, launches, False)
         else:
             self._replay = replay(backend).prepare_step(launches)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import slang_kernel as sk
-from slang_kernel.backends.packing import ParameterError
+from slang_kernel.backends.common.packing import ParameterError
 
 CELL = """
 struct BadInputParams { float scale; int offset; float2 shift; };

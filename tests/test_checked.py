@@ -1,7 +1,7 @@
 """Session(checked=True) on every backend (`--backends`): the same out-of-range kernels give the same
 BoundsError (kernel, parameter, index, size; the same text), out-of-range writes are dropped and reads
 give 0, in-range results are written back. CPU and CUDA check through the bound-check hooks of their
-preludes, Vulkan through an instrumented variant of the kernel's cell (backends/_bounds_slang.py). The CPU
+preludes, Vulkan through an instrumented variant of the kernel's cell (backends/vulkan/bounds_slang.py). The CPU
 backend checks alike in its worker process and in-process (isolate=False); unchecked, it drops
 out-of-range accesses and warns."""
 
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import slang_kernel as sk
-from slang_kernel.backends._bounds_slang import checked_paths, checked_variant
+from slang_kernel.backends.vulkan.bounds_slang import checked_paths, checked_variant
 
 OOB = """
 [shader("compute")][numthreads(64, 1, 1)]

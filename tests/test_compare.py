@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import slang_kernel as sk
-from slang_kernel.compare import Comparison, ulp_difference
+from slang_kernel.views.compare import Comparison, ulp_difference
 
 # sin of large arguments: g++'s libm and llvmpipe's own approximation round some results differently
 # (deterministic: 162 of these 1000 elements differ by 1 ulp on the dev machine, run after run);

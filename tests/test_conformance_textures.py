@@ -320,7 +320,7 @@ def test_parameter_block_nested_with_buffers(session: sk.Session) -> None:
 
 def test_cuda_sampler_specs_and_one_sampler_per_dispatch() -> None:
     """The CUDA backend's sampler rules are plain Python: checked here without a GPU."""
-    from slang_kernel.backends._cuda_textures import CudaSampler, dispatch_sampler, sampler_from
+    from slang_kernel.backends.cuda.textures import CudaSampler, dispatch_sampler, sampler_from
 
     assert sampler_from(None) == sampler_from("linear") == CudaSampler("linear", ("wrap",) * 3)
     assert sampler_from("nearest") == CudaSampler("point", ("wrap",) * 3)

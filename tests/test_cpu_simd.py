@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import slang_kernel as sk
-from slang_kernel.backends import _cpu_simd
+from slang_kernel.backends.cpu import simd as _cpu_simd
 
 BRANCHY = """
 [shader("compute")][numthreads(64, 1, 1)]

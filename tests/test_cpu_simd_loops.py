@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import slang_kernel as sk
-from slang_kernel.backends import _cpu_simd_loops
+from slang_kernel.backends.cpu import simd_loops as _cpu_simd_loops
 
 CELL = """
 [shader("compute")][numthreads(64, 1, 1)]

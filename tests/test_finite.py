@@ -170,7 +170,7 @@ def test_device_buffers_are_scanned_on_the_device(finite: sk.Session) -> None:
 def test_vulkan_scan_groups_stay_under_the_device_limit() -> None:
     """The device scan strides: its group count in x never passes Vulkan's guaranteed 65535, however
     large the buffer (one thread per float would need 65537 groups at 2^24 + 300 floats)."""
-    from slang_kernel.backends._vulkan_finite import GROUP, MAX_GROUPS, scan_groups
+    from slang_kernel.backends.vulkan.finite import GROUP, MAX_GROUPS, scan_groups
 
     assert scan_groups(1) == (1, 1, 1) and scan_groups(GROUP + 1) == (2, 1, 1)
     for n in (1 << 24, (1 << 24) + 300, 1 << 30, (1 << 32) - 1):

@@ -74,7 +74,7 @@ def test_pyproject_ships_kernelspec_and_labextension_as_shared_data():
     wheel = _pyproject()["tool"]["hatch"]["build"]["targets"]["wheel"]
     res, ext = (p.relative_to(ROOT).as_posix() for p in (RESOURCES, LABEXTENSION))
     assert wheel["shared-data"] == {res: KERNELSPEC_DATA, ext: LABEXTENSION_DATA}
-    assert wheel["force-include"] == {"magics": "slang_kernel/magics", "widgets": "slang_kernel/widgets"}
+    assert wheel["sources"] == {"magics": "slang_kernel/magics", "widgets": "slang_kernel/widgets"}
 
 
 def test_labextension_build_is_current():

@@ -249,7 +249,7 @@ def test_the_worker_ignores_sigint(echo: _ipc.WorkerProcess) -> None:
 
 def test_the_cpu_worker_starts_without_the_package() -> None:
     """The CPU worker imports _ipc as a file, not slang_kernel (numpy and all): its start stays cheap."""
-    from slang_kernel.backends._cpu_process import WorkerProcess as _WorkerProcess
+    from slang_kernel.backends.cpu.process import WorkerProcess as _WorkerProcess
 
     w = _WorkerProcess()
     w.start()

@@ -1,4 +1,4 @@
-"""slang_kernel.ir against IR from the real compiler: samples, the seeds corpus, fuzzing."""
+"""slang_kernel.views.ir against IR from the real compiler: samples, the seeds corpus, fuzzing."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from slang_kernel.compiler.client import CompilerProcess
 from slang_kernel.compiler.diagnostics import SlangCompilerCrash
-from slang_kernel.ir import classify_autodiff, decode_name, parse_ir, split_dump
-from slang_kernel.ir_graph import autodiff_links, to_graph
+from slang_kernel.views.ir import classify_autodiff, decode_name, parse_ir, split_dump
+from slang_kernel.views.ir_graph import autodiff_links, to_graph
 
 FUZZ_CHARS = "%[](){}:;=,@\"\\ \t\nletblockparamfunc_x5F0123"
 # The seeds' code samples that compile, extracted once from ../shared/seeds (which CI's clean clone

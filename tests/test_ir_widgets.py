@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import slang_kernel as sk
-from slang_kernel import gradients as G
+from slang_kernel.views import gradients as G
 
 W = pytest.importorskip("slang_kernel.widgets")
 

@@ -270,7 +270,7 @@ def test_in_process_opt_in(cache_dir: str, isolate: bool) -> None:
 
 def test_groups_are_cut_along_the_outer_of_the_longest_axes() -> None:
     """Each pool thread takes slices of the group range: several per thread, whole rows of an image."""
-    from slang_kernel.backends._cpu_worker import split
+    from slang_kernel.backends.cpu.worker import split
 
     assert split((32, 32, 1), 2) == (1, 16)
     assert split((7, 5, 1), 2) == (0, 7)

@@ -106,7 +106,7 @@ def test_playground_cell_ir_and_gradients(cpu_session: sk.Session) -> None:
 [shader("compute")][numthreads(4, 1, 1)][playground::CALL(4, 1, 1)]
 void computeMain(uint3 t: SV_DispatchThreadID) { outputBuffer[t.x] = bump(t.x); }""", name="pg")
     assert "bump" in s.ir("pg")
-    from slang_kernel.gradients import ir_views
+    from slang_kernel.views.gradients import ir_views
 
     views = ir_views(s, "bump")
     assert views.views["module"] and any("AFTER" in k for k in views.views), views.notes
@@ -319,8 +319,8 @@ public float outer(float x) { return x * 3; }""", name="shapes")
 # The arrows of docs/architecture.md: who may import whom among the session's parts and its views.
 _PARTS = ("slang_kernel.cell_store", "slang_kernel.compile_service", "slang_kernel.kernel_builds",
           "slang_kernel.checks")
-_VIEWS = ("slang_kernel.kernels", "slang_kernel.autodiff", "slang_kernel.thread_debug", "slang_kernel.compare")
-_FRONT = ("slang_kernel.frontend", "slang_kernel.display", "slang_kernel.magics", "slang_kernel.widgets", "slang_kernel.lsp",
+_VIEWS = ("slang_kernel.kernels", "slang_kernel.autodiff", "slang_kernel.views.thread_debug", "slang_kernel.views.compare")
+_FRONT = ("slang_kernel.frontend", "slang_kernel.magics", "slang_kernel.widgets", "slang_kernel.lsp",
           "slang_kernel.kernel")
 
 
@@ -378,3 +378,82 @@ def test_only_the_views_hand_tensors_to_the_torch_package() -> None:
     for name in ("slang_kernel.torch.autograd", "slang_kernel.torch.tensors"):
         bad = {d for d in graph[name] if d in ("slang_kernel.session", *_PARTS, *_VIEWS) or _front(d)}
         assert not bad, f"{name} imports {bad}"
+
+
+# The backends' folders: a device package (cpu/, vulkan/, cuda/) uses the shared pieces (common/), the
+# registry and the engine's shared types, never another device package; common/ and the registry use no
+# device package; outside backends/ only the torch package's CUDA path reaches into one (its fp16 headers).
+_DEVICES = ("slang_kernel.backends.cpu", "slang_kernel.backends.vulkan", "slang_kernel.backends.cuda")
+_REACH_IN = {"slang_kernel.torch.slangtorch._module": {"slang_kernel.backends.cuda.fp16"}}
+
+
+def _in(name: str, pkg: str) -> bool:
+    return name == pkg or name.startswith(pkg + ".")
+
+
+def test_each_backend_package_keeps_to_its_folder() -> None:
+    graph = _graph()
+    for name, deps in graph.items():
+        own = next((d for d in _DEVICES if _in(name, d)), None)
+        into = {d for d in deps if any(_in(d, dev) for dev in _DEVICES)}
+        if own is not None:
+            assert all(_in(d, own) for d in into), f"{name} imports another backend's modules: {into}"
+        elif _in(name, "slang_kernel.backends"):
+            assert not into, f"{name} (shared by the backends) imports a device package: {into}"
+        else:
+            assert into <= _REACH_IN.get(name, set()), f"{name} imports backend internals {into}: ask the registry"
+    assert set(_DEVICES) <= set(graph) and "slang_kernel.backends.registry" in graph
+
+
+def test_capabilities_are_asked_through_the_registry() -> None:
+    """Outside backends/, a backend's capabilities are asked with registry.capability(backend, NAME)."""
+    for d in (ROOT / "slang_kernel", ROOT / "magics", ROOT / "widgets"):
+        for f in d.rglob("*.py"):
+            if (ROOT / "slang_kernel" / "backends") in f.parents:
+                continue
+            assert ".capabilities" not in f.read_text(), f"{f.relative_to(ROOT)} reads backend.capabilities"
+
+
+def test_the_engine_imports_no_view() -> None:
+    """The views (slang_kernel/views/) sit on top of the engine: only the package root (which imports
+    them so they register behind slang_kernel.hooks), the views themselves and the front ends import them."""
+    graph = _graph()
+    for name, deps in graph.items():
+        if name == "slang_kernel" or _in(name, "slang_kernel.views") or _front(name):
+            continue
+        into = {d for d in deps if _in(d, "slang_kernel.views")}
+        assert not into, f"{name} imports the views {into}: call them through slang_kernel.hooks"
+    assert "slang_kernel.hooks" in graph["slang_kernel.session"] and "slang_kernel.hooks" in graph["slang_kernel.kernels"]
+
+
+# The folders' arrows of docs/architecture.md, exactly: "engine" is every other module of slang_kernel
+# (the session, its parts, kernels, autodiff and the shared modules); the package root and __main__ (the
+# command line) may import anything.
+_FOLDERS = ("magics", "widgets", "kernel", "lsp", "frontend", "views", "playground", "torch", "backends", "compiler")
+_FOLDER_ARROWS = {
+    "magics": {"frontend", "lsp", "widgets", "backends", "engine"},
+    "widgets": {"views", "playground", "engine"},
+    "kernel": {"frontend", "lsp", "backends", "compiler", "engine"},
+    "lsp": {"kernel", "frontend", "compiler", "engine"},
+    "frontend": {"playground", "widgets", "compiler", "engine"},
+    "views": {"backends", "compiler", "engine"},
+    "playground": {"backends", "compiler", "engine"},
+    "torch": {"backends", "compiler", "engine"},
+    "engine": {"backends", "compiler", "torch"},
+    "backends": {"compiler", "engine"},
+    "compiler": {"engine"},
+}
+
+
+def _folder(name: str) -> str:
+    return next((f for f in _FOLDERS if _in(name, f"slang_kernel.{f}")), "engine")
+
+
+def test_the_folders_import_only_along_the_drawn_arrows() -> None:
+    graph = _graph()
+    for name, deps in graph.items():
+        if name in ("slang_kernel", "slang_kernel.__main__"):
+            continue
+        src = _folder(name)
+        bad = {d for d in deps if _folder(d) != src and _folder(d) not in _FOLDER_ARROWS[src]}
+        assert not bad, f"{name} ({src}/) imports {bad}: not an arrow of docs/architecture.md"

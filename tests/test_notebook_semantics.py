@@ -98,7 +98,7 @@ def test_a_later_cell_does_not_change_what_an_earlier_one_saw(cpu_session: sk.Se
 
 
 def test_the_result_names_what_it_replaced(cpu_session: sk.Session) -> None:
-    from slang_kernel.display import summary
+    from slang_kernel.frontend.display import summary
 
     s = cpu_session
     s.run_cell("uniform float time;", name="In[1]")

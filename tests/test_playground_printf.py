@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from slang_kernel.playground_text import decode_prints, string_hash
+from slang_kernel.playground.text import decode_prints, string_hash
 from tests.oracle.printing import node, parse_printf_buffer
 
 pytestmark = pytest.mark.skipif(node() is None, reason="node is not installed: the Playground's printf "

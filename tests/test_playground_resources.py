@@ -1,4 +1,4 @@
-"""A Playground program's resources (slang_kernel.playground_resources): textures drawn alike on every
+"""A Playground program's resources (slang_kernel.playground.resources): textures drawn alike on every
 backend, 3D and one-channel textures, indirect dispatch from a buffer, and the texel formats that an
 explicit `[format(...)]` declares."""
 
@@ -173,7 +173,7 @@ def test_painting_with_int4_mouse_call_indirect_and_a_float_canvas(pg: sk.Sessio
 
 
 def test_declared_formats_are_read_off_the_source() -> None:
-    from slang_kernel.playground_resources import declared_formats, texture_format
+    from slang_kernel.playground.resources import declared_formats, texture_format
 
     src = '''
 [playground::URL("https://example.org/a.png")] // [format("r8")] in a comment is not one

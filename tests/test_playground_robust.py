@@ -1,4 +1,4 @@
-"""WebGPU's defined out-of-range behaviour for Playground programs (slang_kernel.playground_robust):
+"""WebGPU's defined out-of-range behaviour for Playground programs (slang_kernel.playground.robust):
 an index past a groupshared array lands on its last element, as Tint and naga clamp it, on each backend;
 an access past a storage buffer does what WGSL allows (zero or an element of the buffer read, the write
 dropped or kept inside the buffer), as it does on the wgpu reference."""
@@ -13,7 +13,7 @@ import pytest
 
 import slang_kernel as sk
 from slang_kernel.playground import PlaygroundProgram
-from slang_kernel.playground_robust import clamp_array_indices
+from slang_kernel.playground.robust import clamp_array_indices
 
 OVERFLOW = r'''
 import playground;

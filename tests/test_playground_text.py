@@ -1,4 +1,4 @@
-"""The text side of Playground cells (slang_kernel.playground_text): share links, what marks a cell as a
+"""The text side of Playground cells (slang_kernel.playground.text): share links, what marks a cell as a
 Playground cell, and printed records decoded with their string hashes."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import zlib
 
 import numpy as np
 
-from slang_kernel.playground_text import (decode_playground_link, decode_prints, is_playground,
+from slang_kernel.playground.text import (decode_playground_link, decode_prints, is_playground,
                                           playground_link, string_hash)
 from tests.test_playground import SHADER
 

@@ -1,4 +1,4 @@
-"""Uniform values of a Playground program (slang_kernel.playground_values): MOUSE_POSITION, TIME and
+"""Uniform values of a Playground program (slang_kernel.playground.values): MOUSE_POSITION, TIME and
 FRAME_ID in the uniform's own scalar type, and a KEY input's control."""
 
 from __future__ import annotations

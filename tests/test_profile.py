@@ -9,8 +9,8 @@ import math
 import numpy as np
 
 import slang_kernel as sk
-from slang_kernel.display import summary
-from slang_kernel.profiling import Profile
+from slang_kernel.frontend.display import summary
+from slang_kernel.views.profiling import Profile
 
 
 def test_profile_splits_a_dispatch(session: sk.Session) -> None:

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import slang_kernel as sk
-from slang_kernel.backends.packing import ParameterError
-from slang_kernel.display import summary
+from slang_kernel.backends.common.packing import ParameterError
+from slang_kernel.frontend.display import summary
 
 SEED_CRASH = """
 interface IFoo

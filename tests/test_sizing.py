@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import slang_kernel as sk
-from slang_kernel.backends._vulkan_device import software_adapter
+from slang_kernel.backends.vulkan.device import software_adapter
 from slang_kernel.sizing import notebook_size
 
 SIZES = dict(small="32x32, about 5 s", large="256x256, about 20 s on a GPU")

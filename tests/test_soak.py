@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 
 import slang_kernel as sk
-from slang_kernel.backends import _shm
-from slang_kernel.backends._cpu_worker import KEEP_LIBRARIES
+from slang_kernel.backends.common import shm as _shm
+from slang_kernel.backends.cpu.worker import KEEP_LIBRARIES
 from slang_kernel.backends.cpu import CpuBackend
-from slang_kernel.backends._cpu_process import WorkerProcess as _WorkerProcess
+from slang_kernel.backends.cpu.process import WorkerProcess as _WorkerProcess
 from slang_kernel.compiler.client import CompilerProcess
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/PID/status")

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import slang_kernel as sk
-from slang_kernel.thread_debug import ThreadDebug, instrument
+from slang_kernel.views.thread_debug import ThreadDebug, instrument
 
 _HELPERS = r"""
 import debug;

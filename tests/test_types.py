@@ -13,11 +13,15 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_mypy_reads_magics_and_widgets_as_subpackages() -> None:
-    # [tool.mypy] checks magics/ and widgets/ through these links, named as they are installed
-    for name in ("magics", "widgets"):
-        link = ROOT / "scripts" / "mypy_path" / "slang_kernel" / name
-        assert link.is_symlink() and link.resolve() == ROOT / name, f"{link} must link to {name}/"
+def test_mypy_reads_the_folders_and_the_repository_has_no_symlink() -> None:
+    # [tool.mypy] checks magics/ and widgets/ as they are (packages `magics`, `widgets`), no links
+    tracked = subprocess.run(["git", "ls-files", "-s"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    links = [line.split("\t", 1)[1] for line in tracked.splitlines() if line.startswith("120000 ")]
+    assert links == [], f"symlinks in the repository: {links}"
+    import tomllib
+
+    files = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]["files"]
+    assert files == ["slang_kernel", "magics", "widgets"], files
 
 
 @pytest.mark.slow

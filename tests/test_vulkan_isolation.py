@@ -316,8 +316,8 @@ def test_a_live_view_of_a_device_texture_streams_its_frames(vk: sk.Session) -> N
 # -- device lost ------------------------------------------------------------------------------------
 
 def test_device_lost_texts() -> None:
-    from slang_kernel.backends._vulkan_wire import is_device_lost
-    from slang_kernel.backends._vulkan_worker import lost_reason
+    from slang_kernel.backends.vulkan.wire import is_device_lost
+    from slang_kernel.backends.vulkan.worker import lost_reason
 
     for text in ("vkQueueSubmit failed: VK_ERROR_DEVICE_LOST", "Device lost", "DXGI_ERROR_DEVICE_REMOVED"):
         assert is_device_lost(text) and lost_reason(text, None) == "the device was lost"

@@ -219,7 +219,7 @@ class ControlSpec(TypedDict, total=False):
     playing: bool   # time: play from the start
 
 
-# ---------------------------------------------------------------- IRGraph (data: slang_kernel.gradients)
+# ---------------------------------------------------------------- IRGraph (data: slang_kernel.views.gradients)
 
 
 class _IRInstNames(TypedDict, total=False):
@@ -252,7 +252,7 @@ class IRBlockData(TypedDict):
 class IRFunctionData(TypedDict):
     id: str
     name: str
-    label: str           # what the name means: fwd_diff(f), bwd_diff(f) propagate ... (slang_kernel.ir.demangle)
+    label: str           # what the name means: fwd_diff(f), bwd_diff(f) propagate ... (slang_kernel.views.ir.demangle)
     role: str | None     # forward / backward_primal / backward_propagate / ... for s_fwd_* etc.
     primal: str | None   # name of the function it differentiates
     user: bool           # from the cell (has source locations) or autodiff-generated
@@ -265,7 +265,7 @@ class IRViewData(TypedDict):
     id: str
     title: str           # "module (-g)", "AFTER finalizeAutoDiffPass", "BEFORE simplifyIR", ...
     functions: list[IRFunctionData]
-    edges: list[dict[str, Any]]    # function level: call / derivative / copy (slang_kernel.ir.to_graph)
+    edges: list[dict[str, Any]]    # function level: call / derivative / copy (slang_kernel.views.ir.to_graph)
     derivatives: list[dict[str, Any]]
     errors: list[str]
 
@@ -294,7 +294,7 @@ class IRSelection(TypedDict):
 
 
 class GradInputData(TypedDict):
-    """One input of a gradient check (slang_kernel.gradients.InputGrad.to_json)."""
+    """One input of a gradient check (slang_kernel.views.gradients.InputGrad.to_json)."""
 
     name: str
     type: str

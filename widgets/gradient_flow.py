@@ -88,8 +88,8 @@ class GradientFlow(HtmlFallback, anywidget.AnyWidget):
     _esm = bundle_esm("gradient_flow.js")
     _css = bundle_css("gradient_flow.css")
 
-    report = t.Dict().tag(sync=True)     # slang_kernel.gradients.GradientReport.to_json()
-    graph = t.Dict().tag(sync=True)      # slang_kernel.gradients.flow_graph()
+    report = t.Dict().tag(sync=True)     # slang_kernel.views.gradients.GradientReport.to_json()
+    graph = t.Dict().tag(sync=True)      # slang_kernel.views.gradients.flow_graph()
     _train = t.Dict().tag(sync=True)     # TrainMeta
     _heat = t.Bytes(b"").tag(sync=True)  # heat maps of every parameter buffer, back to back
     height = t.Int(360).tag(sync=True)
@@ -105,7 +105,7 @@ class GradientFlow(HtmlFallback, anywidget.AnyWidget):
     def check(cls, fn: Any, *args: Any, grad_out: Any = None, eps: float = 1e-3, rtol: float = 1e-2,
               atol: float = 1e-3, graph: bool = True, **kwargs: Any) -> "GradientFlow":
         """Check `fn` (a SlangFunction) at `args`: bwd_diff, fwd_diff, finite differences per input."""
-        from slang_kernel.gradients import flow_graph, flow_values, gradient_report, ir_views
+        from slang_kernel.views.gradients import flow_graph, flow_values, gradient_report, ir_views
 
         rep = gradient_report(fn, *args, grad_out=grad_out, eps=eps, rtol=rtol, atol=atol)
         g: dict[str, Any] = {}

@@ -7,7 +7,7 @@ block). Pan (drag), zoom (wheel), search by name (Enter jumps to the next hit), 
 shows the primal function beside its generated s_fwd_* / s_apply_* / s_bwdProp_* functions;
 "before/after" shows a chosen pass's input and output side by side.
 
-The graph data is plain JSON (see :mod:`slang_kernel.gradients`), so the widget itself needs no engine.
+The graph data is plain JSON (see :mod:`slang_kernel.views.gradients`), so the widget itself needs no engine.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from ._wire import IRGraphData, IRSelection
 __all__ = ["IRGraph"]
 
 class IRGraph(HtmlFallback, anywidget.AnyWidget):
-    """Show IR graph data (``slang_kernel.gradients.ir_graph_data``); ``IRGraph.of(session, name)``.
+    """Show IR graph data (``slang_kernel.views.gradients.ir_graph_data``); ``IRGraph.of(session, name)``.
 
     ``selected`` (synced) is the instruction clicked in the browser: view, function, id, source line.
     ``layout_ms`` is filled in by the browser: dagre time of the last layout, and node count.
@@ -61,7 +61,7 @@ class IRGraph(HtmlFallback, anywidget.AnyWidget):
     @classmethod
     def of(cls, session: Any, name: str, pass_: str | None = None, **kwargs: Any) -> "IRGraph":
         """The IR of `name` (a function, kernel or cell) in `session`, with derivatives and a pass."""
-        from slang_kernel.gradients import ir_graph_data
+        from slang_kernel.views.gradients import ir_graph_data
 
         data = ir_graph_data(session, name, pass_)
         if pass_ and data.get("compare") and "columns" not in kwargs:

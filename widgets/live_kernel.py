@@ -21,8 +21,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .. import Backend, CompiledKernel, ComputeKernel, ParamInfo, SlangCompileError, TypeInfo
-from ..playground import last_good_message, to_rgba8
+from slang_kernel import Backend, CompiledKernel, ComputeKernel, ParamInfo, SlangCompileError, TypeInfo
+from slang_kernel.playground import last_good_message, to_rgba8
 from .controls import Control
 from .image_view import LiveImage
 

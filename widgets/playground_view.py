@@ -30,13 +30,13 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from ..playground import PlaygroundProgram, is_playground, playground_link
+from slang_kernel.playground import PlaygroundProgram, is_playground, playground_link
 from .buffer_view import BufferView
 from .controls import Color, Control, Frame, Key, Mouse, Slider, Time
 from .image_view import ImageView, LiveImage
 
 if TYPE_CHECKING:
-    from ..session import Session
+    from slang_kernel.session import Session
 
 __all__ = ["PLAY", "PlaygroundImage", "PlaygroundView", "animates", "controls_for", "keep_cell_view", "playground_view", "show_cell"]
 

@@ -16,8 +16,10 @@ import numpy as np
 from ..cache import DiskCache
 from ..compiled import CompiledKernel
 from ..errors import BackendUnavailable
+from .registry import (AUTO, DEVICE_BUFFERS, FINITE_SCAN, KERNEL_PATHS, REPLAY, SHARED_ARRAYS, TEXTURES, TIMING,
+                       TYPE_CONFORMANCES, BackendInfo, auto_order, backend_info, backend_names, capability)
 
-__all__ = ["CAPABILITIES", "Backend", "BackendConfig", "BackendUnavailable", "DeviceBuffers", "SharedArrays",
+__all__ = ["CAPABILITIES", "Backend", "BackendInfo", "backend_info", "backend_names", "capability", "BackendConfig", "BackendUnavailable", "DeviceBuffers", "SharedArrays",
            "Textures", "available_backends", "create_backend", "device_buffers", "register_backend", "shared_arrays",
            "textures", "timing", "DispatchTiming", "Timing", "KernelPaths", "kernel_paths", "Replay", "ReplayStep",
            "replay", "FiniteScan", "finite_scan"]
@@ -26,8 +28,8 @@ __all__ = ["CAPABILITIES", "Backend", "BackendConfig", "BackendUnavailable", "De
 # satisfies (`device_buffers(backend)` and friends check and narrow). Without "textures", texture
 # parameters are (H, W, C) numpy arrays; without "device_buffers", buffers are the arrays themselves;
 # "type_conformances": a backend that builds from Slang source links `type_conformances=` itself.
-CAPABILITIES = frozenset({"kernel_paths", "device_buffers", "textures", "shared_arrays", "timing",
-                          "type_conformances", "replay", "finite_scan"})
+CAPABILITIES = frozenset({KERNEL_PATHS, DEVICE_BUFFERS, TEXTURES, SHARED_ARRAYS, TIMING, TYPE_CONFORMANCES, REPLAY,
+                          FINITE_SCAN})
 
 
 class DeviceBuffers(Protocol):
@@ -194,8 +196,6 @@ class Backend(Protocol):
 
 
 Factory = Callable[[BackendConfig], Backend]
-_BUILTIN = ("cpu", "vulkan", "cuda")
-_AUTO_ORDER = ("cuda", "vulkan", "cpu")
 _registry: dict[str, Factory] = {}
 
 
@@ -207,14 +207,15 @@ def register_backend(name: str, factory: Factory) -> None:
 def _factory(name: str) -> Factory | None:
     if name in _registry:
         return _registry[name]
-    if name not in _BUILTIN:
+    info = backend_info(name)
+    if info is None:
         return None
     import importlib
 
     try:
-        module = importlib.import_module(f"{__name__}.{name}")
+        module = importlib.import_module(info.factory)
     except ModuleNotFoundError as exc:
-        if exc.name != f"{__name__}.{name}":
+        if exc.name != info.factory:
             raise
         return None
     factory: Factory = module.create
@@ -222,13 +223,13 @@ def _factory(name: str) -> Factory | None:
 
 
 def available_backends() -> list[str]:
-    return [*(n for n in _BUILTIN if n not in _registry), *_registry]
+    return [*(n for n in backend_names() if n not in _registry), *_registry]
 
 
 def create_backend(name: str, config: BackendConfig) -> Backend:
-    if name == "auto":
+    if name == AUTO:
         reasons = []
-        for candidate in _AUTO_ORDER:
+        for candidate in auto_order():
             factory = _factory(candidate)
             if factory is None:
                 continue

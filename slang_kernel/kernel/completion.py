@@ -14,11 +14,12 @@ from .. import scanner
 from ..compiler.reflection import DeclInfo
 from .language import ATTRIBUTES, BUILTIN_TYPES, INTRINSICS, KEYWORDS, SEMANTICS, SWIZZLE, vector_length
 from .source import SLANG_MAGICS
+from ..backends.registry import choices
 
 __all__ = ["Completion", "after_dot", "complete", "inspect", "is_complete", "mask_code", "receiver_type", "type_of",
            "word_at"]
 
-BACKENDS = ("cpu", "vulkan", "cuda", "auto")
+BACKENDS = choices()
 TARGETS = ("hlsl", "glsl", "spirv-asm", "metal", "wgsl", "cuda", "cpp")
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 _NOT_TYPES = set(KEYWORDS) - {"This"}

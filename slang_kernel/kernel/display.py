@@ -1,8 +1,8 @@
-"""The kernel's own error types; the display itself is shared with the magic (slang_kernel.display)."""
+"""The kernel's own error types; the display itself is shared with the magic (slang_kernel.frontend.display)."""
 
 from __future__ import annotations
 
-from ..display import CODE_LANGUAGES, CellSummary, code_display, error_lines, summary
+from ..frontend.display import CODE_LANGUAGES, CellSummary, code_display, error_lines, summary
 
 __all__ = ["CODE_LANGUAGES", "CellSummary", "KernelInterrupted", "SlangKernelError", "code_display",
            "error_lines", "summary"]

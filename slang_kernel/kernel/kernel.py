@@ -35,8 +35,9 @@ from ipykernel.ipkernel import IPythonKernel
 from traitlets import List
 
 from .. import KernelInterrupted, __version__
+from ..backends.registry import choices
 from ..compiler.diagnostics import SlangCompileError
-from ..display import code_display, show, warnings_text
+from ..frontend.display import code_display, show, warnings_text
 from ..frontend import FrontEnd
 from ..lsp import replies
 from ..lsp.assist import Assistant
@@ -192,9 +193,9 @@ class SlangKernel(IPythonKernel):
     def _magic_backend(self, session: Session, m: Magic) -> None:
         want = m.args.split()[0] if m.args.split() else ""
         if want:
-            if want not in ("cpu", "vulkan", "cuda", "auto"):
+            if want not in choices():
                 raise SlangKernelError(f"%backend: unknown backend {want!r}; "
-                                       "choose cpu, vulkan, cuda or auto")
+                                       f"choose {', '.join(choices()[:-1])} or {choices()[-1]}")
             try:
                 session.set_backend(want)
             except Exception as exc:

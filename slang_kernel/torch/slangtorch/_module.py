@@ -13,8 +13,8 @@ from collections import namedtuple
 from functools import partial
 from typing import Any, Mapping, Sequence
 
-from ...backends._cpu_build import body
-from ...backends._cuda_fp16 import half_options, uses_half
+from ...backends.common.generated import body
+from ...backends.cuda.fp16 import half_options, uses_half
 from ...compiler.reflection import FunctionInfo
 from ._layout import CType, Layouts, kernel_signatures, pack, slang_name
 from ._views import tensor_view
