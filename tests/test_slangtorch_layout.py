@@ -20,7 +20,7 @@ struct MyStruct { float3x3 m; };
 struct Foo { TensorView<float> A; TensorView<float> B; };
 
 [AutoPyBindCUDA] [CUDAKernel] void vec(float3 input, TensorView<float> output) { }
-[AutoPyBindCUDA] [CUDAKernel] void mat(float3x3 input, TensorView<float> output) { }
+[AutoPyBindCUDA] [CUDAKernel] void mat(float3x3 input, TensorView<float> output) { output[0] = input[0][1]; }
 [AutoPyBindCUDA] [CUDAKernel] void st(MyStruct input, TensorView<float> output) { }
 [AutoPyBindCUDA] [CUDAKernel] void arr(float3[3] input, TensorView<float> output) { }
 [AutoPyBindCUDA] [CUDAKernel] void foo(Foo foo, TensorView<float> result) { }
@@ -52,6 +52,15 @@ def test_vectors_matrices_arrays_and_struct_of_matrix(module: SlangTorchModule) 
     assert _pack(module, "st", 0, module.MyStruct(m=rows)) == struct.pack("<9f", *NINE)
     assert _pack(module, "st", 0, {"m": rows}) == struct.pack("<9f", *NINE)
     assert _pack(module, "arr", 0, list(rows)) == struct.pack("<9f", *NINE)
+
+
+def test_matrix_storage_is_read_row_by_row(module: SlangTorchModule) -> None:
+    """Python gives a float3x3 as rows and it is packed row after row: the kernel must read it so
+    (slangc's default layout; the session's row-major default made the kernel read it transposed)."""
+    import re
+
+    first_row = r"makeMatrix<float, 3, 3> \((\w+)->(\w+)\[int\(0\)\], \1->\2\[int\(1\)\], \1->\2\[int\(2\)\]"
+    assert re.search(first_row, module.code)
 
 
 def test_struct_by_tuple_dict_namedtuple_and_wrong_fields(module: SlangTorchModule) -> None:

@@ -124,7 +124,8 @@ def test_a_missing_file_is_named(tmp_path: Path) -> None:
         slangtorch.loadModule(tmp_path / "nope.slang")
 
 
-def test_torch_entry_points_say_they_are_not_run_yet(tmp_path: Path, loader: Loader) -> None:
+def test_torch_entry_points_are_the_modules_functions(tmp_path: Path, loader: Loader) -> None:
+    """[TorchEntryPoint] functions come from the torch-binding code (tests/test_slangtorch_host.py runs them)."""
     path = _write(tmp_path, "entry.slang", """
 [CudaKernel]
 void mul_kernel(TensorView<float> A, TensorView<float> result) { result[uint2(0, 0)] = A[uint2(0, 0)]; }
@@ -139,6 +140,7 @@ TorchTensor<float> multiply(TorchTensor<float> A)
     return result;
 }""")
     m = slangtorch.loadModule(path, loader=loader)
-    assert m.kernels == ("mul_kernel",)
-    with pytest.raises(NotImplementedError, match=r"multiply is a \[TorchEntryPoint\].*launchRaw"):
-        m.multiply
+    assert m.kernels == ("mul_kernel",) and m.entry_points == ("multiply",)
+    assert "TorchTensor<float> multiply(TorchTensor<float> A)" in repr(m.multiply)
+    with pytest.raises(AttributeError, match=r"\[TorchEntryPoint\] functions: multiply"):
+        m.multiplY

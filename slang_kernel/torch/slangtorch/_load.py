@@ -9,6 +9,7 @@ imported file or CUDA prelude rebuilds on the next `loadModule`), and the compil
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -16,12 +17,27 @@ from typing import Any, Mapping, Sequence
 from ...cache import default_cache_dir, digest
 from ...compiler.diagnostics import SlangCompileError
 from ...session import Session
+from ._host_build import HostBuildError, build_host_library
+from ._layout import kernel_signatures
 from ._module import SlangTorchModule
 
-__all__ = ["Loader", "ModuleSource", "SlangTorchLoadError"]
+__all__ = ["Loader", "ModuleSource", "SlangTorchLoadError", "host_entry_points"]
 
 _SOURCE_SUFFIXES = (".slang", ".slangh", ".h", ".hpp", ".cuh", ".hlsl")
 _NVRTC_OPTIONS = ("--std=c++17", "-default-device")
+# slangc's default matrix layout, as slangtorch compiles (the session's own default is row-major): a
+# float3x3 parameter's storage is then read row after row, as Python passes it.
+_SLANGC_DEFAULTS = ("-matrix-layout-column-major",)
+_DEF = re.compile(r'\bm\.def\("(\w+)"')
+
+
+def host_entry_points(host_code: str, kernels: Mapping[str, object]) -> tuple[str, ...]:
+    """The [TorchEntryPoint] functions the torch-binding code exports: all it binds but the wrappers of
+    [AutoPyBindCUDA] kernels (launched directly here) and their `__funcinfo__`/`__typeinfo__` tables."""
+    wrapped = {k.removeprefix("__kernel__") + suffix for k in kernels if k.startswith("__kernel__")
+               for suffix in ("", "_fwd_diff", "_bwd_diff")}
+    names = dict.fromkeys(m.group(1) for m in _DEF.finditer(host_code))
+    return tuple(n for n in names if not n.startswith("__") and n not in wrapped)
 
 
 class SlangTorchLoadError(RuntimeError):
@@ -92,7 +108,7 @@ class Loader:
         module = self.loaded.get(key)
         if module is not None:
             return module
-        options: list[str] = []
+        options: list[str] = list(_SLANGC_DEFAULTS)
         for folder in src.search_path:
             options += ["-I", folder]
         cell = f"{src.name}_{key[:12]}"
@@ -100,19 +116,29 @@ class Loader:
         session = self.session
         try:   # one module at a time in the session: cells see each other, modules must not
             result = session.run_cell(src.text, name=cell, defines=defines, options=options, label=src.label)
-            compiled = session.engine.compile(session.engine.request(
-                "compile", cell=result.name, append="", module=session.cell(result.name).module, target="cuda"))[""]
+            compiled, host = (session.engine.compile(session.engine.request(
+                "compile", cell=result.name, append="", module=session.cell(result.name).module, target=target))[""]
+                for target in ("cuda", "torch-binding"))
             functions = {f.name: f for d in session.cell(result.name).decls for f in d.functions}
         except SlangCompileError as exc:
             raise SlangTorchLoadError(str(exc)) from None
         finally:
             if cell in session.cells:
                 session.remove_cell(cell)
-        if verbose:
-            print(f"slangtorch: compiled {src.label} ({len(compiled.code)} bytes of CUDA)")
         nvrtc = list(_NVRTC_OPTIONS) + [f"-I{folder}" for folder in src.search_path]
         code = f"// sources {deps}\n{compiled.code}"   # CuPy's binary cache keys on the text: headers included
-        module = self.loaded[key] = SlangTorchModule(src.name, code, functions, nvrtc)
+        entry_points = host_entry_points(host.code, kernel_signatures(code))
+        library = None
+        if entry_points:   # [TorchEntryPoint] functions: their host code, built by g++ against the shim
+            try:
+                library = build_host_library(host.code, self.cache_dir, src.label)
+            except HostBuildError as exc:
+                raise SlangTorchLoadError(str(exc)) from None
+        if verbose:
+            print(f"slangtorch: compiled {src.label} ({len(compiled.code)} bytes of CUDA"
+                  + (f", host code for {', '.join(entry_points)} in {library}" if library else "") + ")")
+        module = self.loaded[key] = SlangTorchModule(src.name, code, functions, nvrtc, host.code, entry_points,
+                                                     library)
         return module
 
     def clear(self) -> None:
