@@ -12,6 +12,7 @@ import pytest
 import slang_kernel.slangtorch as slangtorch
 from slang_kernel.torch.slangtorch import Loader, SlangTorchModule
 from slang_kernel.torch.slangtorch._host_abi import HostLibrary
+from slang_kernel.torch.slangtorch._module import HostFunction
 from slang_kernel.torch.slangtorch._host_build import HostBuildError, build_host_library, kernel_declarations
 
 torch = pytest.importorskip("torch")
@@ -44,6 +45,36 @@ Outputs allocate(uint rows, uint cols, float value, half h, TorchTensor<float> o
     return o;
 }
 """
+
+MORE = """
+struct Inner { float3 v; int k; };
+struct Outer { Inner inner; TorchTensor<float> t; float3x3 m; };
+
+[CudaKernel]
+void k1(TensorView<float> a, float3 v, float3x3 m, half h, bool b, int64_t big) { }
+
+[TorchEntryPoint]
+float3 vec(float3 v, float3x3 m, float[2] arr, Outer o, double d, bool b, int64_t big, int8_t small)
+{
+    var x = TorchTensor<float>.emptyLike(o.t);
+    var y = TorchTensor<double>.alloc(1, 2, 3, 4, 5);
+    y.fillValue(d);
+    return v * m[0][1] + float3(arr[0], arr[1], float(big + small)) + o.inner.v * o.inner.k;
+}
+
+[TorchEntryPoint]
+TorchTensor<float> launches(TorchTensor<float> a, float3 v, float3x3 m, half h, bool b, int64_t big)
+{
+    let blockCount = uint3(1);
+    let groupSize = uint3(1, 1, 1);
+    __dispatch_kernel(k1, blockCount, groupSize)(a, v, m, h, b, big);
+    return a;
+}
+
+[TorchEntryPoint]
+void synchronizes() { syncTorchCudaStream(); }
+"""
+ROWS = ((1.0, 2.0, 3.0), (4.0, 5.0, 6.0), (7.0, 8.0, 9.0))
 
 
 @pytest.fixture(scope="module")
@@ -98,6 +129,22 @@ def test_torch_entry_point_allocates_fills_and_returns_a_struct(tmp_path: Path, 
     assert like.shape == (4, 5, 2) and like.dtype == torch.float16 and not like.any()
     assert (scale, n, h) == (3.0, 2 * 3 + 2, 0.5)
     assert "allocate" in repr(m.allocate) and "TorchTensor<float> other" in repr(m.allocate)
+
+
+def test_vectors_matrices_arrays_and_nested_structs(tmp_path: Path, loader: Loader) -> None:
+    """float3/float3x3/arrays/structs are tuples (rows for matrices), in and out; a tensor may stand for
+    a vector or matrix; double, bool, int64 and int8 scalars; the host code of a launch with them builds."""
+    (tmp_path / "more.slang").write_text(MORE)
+    m = slangtorch.loadModule(tmp_path / "more.slang", loader=loader)
+    assert m.entry_points == ("vec", "launches", "synchronizes") and m.kernels == ("k1",)
+    vec = HostFunction(_cpu(m), "vec", m.vec.info)
+    outer = (((1.0, 1.0, 1.0), 2), torch.ones(2), ROWS)
+    want = (1 * 2 + 10 + 2, 2 * 2 + 20 + 2, 3 * 2 + (5 - 1) + 2)   # v * m[0][1] + (arr, big + small) + v' * k
+    assert vec((1.0, 2.0, 3.0), ROWS, (10.0, 20.0), outer, 2.5, True, 5, -1) == want
+    assert vec(torch.tensor([1.0, 2.0, 3.0]), torch.tensor(ROWS), torch.tensor([10.0, 20.0]), outer,
+               torch.tensor(2.5), True, 5, -1) == want
+    with pytest.raises(TypeError, match=r"vec\(\) argument 4 \(o\): expected a tuple of 3, got 2 items"):
+        vec((1.0, 2.0, 3.0), ROWS, (10.0, 20.0), outer[:2], 2.5, True, 5, -1)
 
 
 def test_struct_argument_as_a_list_reaches_the_tensor_checks(tmp_path: Path, loader: Loader) -> None:

@@ -63,6 +63,20 @@ def test_matrix_storage_is_read_row_by_row(module: SlangTorchModule) -> None:
     assert re.search(first_row, module.code)
 
 
+def test_every_scalar_type_slangs_cuda_output_names(tmp_path: Path) -> None:
+    """int8..uint64, half, double, bool and small vectors of them, as Slang's CUDA code spells them
+    (char, ushort, longlong, __half, ...), pack to their C sizes."""
+    (tmp_path / "scalars.slang").write_text(
+        "[CudaKernel] void k(int8_t a, uint8_t b, int16_t c, uint16_t d, int e, uint f, int64_t g, uint64_t h,"
+        " half i, float j, double k, bool l, half3 m, int2 n) { }")
+    m = slangtorch.loadModule(tmp_path / "scalars.slang", loader=Loader(cache_dir=tmp_path / "cache"))
+    sizes = [t.size for t in m.param_types("k")]
+    assert sizes == [1, 1, 2, 2, 4, 4, 8, 8, 2, 4, 8, 1, 6, 8]
+    values = [-1, 255, -2, 65535, -3, 7, -(2**40), 2**63, 0.5, 1.5, 2.5, True, (1.0, 2.0, 3.0), (4, 5)]
+    assert pack(m.param_types("k")[12], values[12], "m", _tensor) == struct.pack("<3e", 1, 2, 3)
+    assert [pack(t, v, "x", _tensor) for t, v in zip(m.param_types("k"), values)][6] == struct.pack("<q", -(2**40))
+
+
 def test_struct_by_tuple_dict_namedtuple_and_wrong_fields(module: SlangTorchModule) -> None:
     want = _tensor("a", "input.A") + _tensor("b", "input.B")
     assert _pack(module, "foo", 0, ("a", "b")) == want

@@ -18,6 +18,9 @@ _SCALARS: dict[str, tuple[str, int]] = {
     "float": ("f", 4), "int": ("i", 4), "uint": ("I", 4), "double": ("d", 8), "bool": ("?", 1),
     "int64_t": ("q", 8), "uint64_t": ("Q", 8), "__half": ("e", 2), "half": ("e", 2),
     "int16_t": ("h", 2), "uint16_t": ("H", 2), "int8_t": ("b", 1), "uint8_t": ("B", 1),
+    # the names Slang's CUDA output gives them
+    "char": ("b", 1), "uchar": ("B", 1), "short": ("h", 2), "ushort": ("H", 2), "longlong": ("q", 8),
+    "ulonglong": ("Q", 8),
 }
 _GLOBAL = re.compile(r"__global__ void (\w+)\(([^)]*)\)")
 _STRUCT = re.compile(r"\nstruct (\w+)\s*\n\{([^{}]*)\}")

@@ -150,6 +150,11 @@ class SlangTorchModule:
                 todo.extend(f for _, _, f in ct.fields)
         return out
 
+    def prepare(self) -> None:
+        """Build the CUDA code now (NVRTC, cached on disk by CuPy) instead of at the first launch."""
+        for symbol in self._signatures:
+            self.function(symbol)
+
     def function(self, symbol: str) -> Any:
         """The CUDA function, built by NVRTC on first use (CuPy caches the binary on disk)."""
         import cupy
@@ -198,6 +203,13 @@ class SlangTorchModule:
         cupy.cuda.runtime.streamSynchronize(stream)
 
 
+def _values_of(value: Any) -> Any:
+    """A tensor's values as nested lists (a 0-d tensor's as a number); anything else as it is."""
+    if hasattr(value, "data_ptr") and hasattr(value, "tolist"):
+        return value.tolist()
+    return value
+
+
 class HostFunction:
     """A [TorchEntryPoint] function: called as slangtorch calls it (positional arguments, tensors in and
     out; a struct is a tuple of its fields in order), or with its parameters by name."""
@@ -216,6 +228,9 @@ class HostFunction:
                     + ([f"missing {', '.join(missing)}"] if missing else []))
                     + f". Parameters: {', '.join(self.params)}")
             args = args + tuple(kwargs[p] for p in self.params[len(args):])
+        if self.info is not None:   # a tensor given for a vector, matrix, array or scalar: its values
+            args = tuple(_values_of(a) if i < len(self.info.params) and "TorchTensor" not in self.info.params[i][1]
+                         else a for i, a in enumerate(args))
         return self.library.call(self.name, args, self.params)
 
     def __repr__(self) -> str:
