@@ -11,7 +11,7 @@ import pytest
 
 import slang_kernel.slangtorch as slangtorch
 from slang_kernel.torch.slangtorch import Loader, SlangTorchModule
-from slang_kernel.torch.slangtorch._layout import pack
+from slang_kernel.torch.slangtorch._layout import pack, reorder_rows
 from slang_kernel.torch.slangtorch._views import BroadcastTensorError, tensor_view
 
 SOURCE = """
@@ -61,6 +61,29 @@ def test_matrix_storage_is_read_row_by_row(module: SlangTorchModule) -> None:
 
     first_row = r"makeMatrix<float, 3, 3> \((\w+)->(\w+)\[int\(0\)\], \1->\2\[int\(1\)\], \1->\2\[int\(2\)\]"
     assert re.search(first_row, module.code)
+
+
+def test_tall_matrices_compile_row_major_and_matrices_are_packed_as_the_kernel_reads_them(tmp_path: Path) -> None:
+    """matrix<float, 6, 2> is invalid column-major (slang-torch's Bezier example has one): such a module
+    is compiled row-major, where Slang's kernels read a float3x3's storage transposed; the packer
+    follows the kernel's own unpacking code."""
+    (tmp_path / "tall.slang").write_text(
+        "struct S { float a; float3x3 m; };\n"
+        "[AutoPyBindCUDA] [CUDAKernel] void tall(matrix<float, 6, 2> t, float3x3 m, S s, float3x3[2] ms,"
+        " TensorView<float> o) { o[0] = t[5][1] + m[0][1] + s.m[1][2] + ms[1][2][0]; }")
+    m = slangtorch.loadModule(tmp_path / "tall.slang", loader=Loader(cache_dir=tmp_path / "cache"))
+    tall, square = m.param_types("__kernel__tall")[:2]
+    rows = (NINE[0:3], NINE[3:6], NINE[6:9])
+    assert pack(square, rows, "m", _tensor) == struct.pack("<9f", *(NINE[i + 3 * j] for i in range(3) for j in range(3)))
+    assert sorted(tall.order) == list(range(12))
+    packed = struct.unpack("<12f", pack(tall, [(2.0 * i, 2.0 * i + 1) for i in range(6)], "t", _tensor))
+    assert [packed[slot] for slot in tall.order] == [float(k) for k in range(12)]
+    # host code ([TorchEntryPoint] -> __dispatch_kernel) packs matrices row by row: moved before the launch
+    s_type, ms_type = m.param_types("__kernel__tall")[2:4]
+    for t, value, flat in ((square, rows, NINE), (s_type, (0.5, rows), (0.5, *NINE)), (ms_type, [rows, rows], NINE * 2)):
+        host = bytearray(b"".join(struct.pack("<f", x) for x in flat))
+        reorder_rows(t, host)
+        assert bytes(host) == pack(t, value, "x", _tensor) != b"".join(struct.pack("<f", x) for x in flat)
 
 
 def test_every_scalar_type_slangs_cuda_output_names(tmp_path: Path) -> None:

@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ...cache import default_cache_dir, digest
+from ...compiled import CompiledKernel
 from ...compiler.diagnostics import SlangCompileError
+from ...compiler.reflection import FunctionInfo
 from ...session import Session
 from ._host_build import HostBuildError, build_host_library
 from ._layout import kernel_signatures
@@ -25,9 +27,12 @@ __all__ = ["Loader", "ModuleSource", "SlangTorchLoadError", "host_entry_points"]
 
 _SOURCE_SUFFIXES = (".slang", ".slangh", ".h", ".hpp", ".cuh", ".hlsl")
 _NVRTC_OPTIONS = ("--std=c++17", "-default-device")
-# slangc's default matrix layout, as slangtorch compiles (the session's own default is row-major): a
-# float3x3 parameter's storage is then read row after row, as Python passes it.
-_SLANGC_DEFAULTS = ("-matrix-layout-column-major",)
+# slangc's defaults, as slangtorch compiles: capabilities not enforced, and column-major matrices (the
+# session's own default is row-major), under which Slang's host and kernel code agree on how a matrix
+# parameter is stored. A module with matrices taller than 4 rows (invalid as column vectors, E38206)
+# is compiled row-major instead; kernel parameters are packed as the CUDA code unpacks them either way.
+_SLANGC_DEFAULTS = ("-ignore-capabilities",)
+_MATRIX_LAYOUTS = (("-matrix-layout-column-major",), ())
 _DEF = re.compile(r'\bm\.def\("(\w+)"')
 
 
@@ -108,23 +113,19 @@ class Loader:
         module = self.loaded.get(key)
         if module is not None:
             return module
-        options: list[str] = list(_SLANGC_DEFAULTS)
-        for folder in src.search_path:
-            options += ["-I", folder]
-        cell = f"{src.name}_{key[:12]}"
-        defines = dict(src.defines) | {"SLANGTORCH_SOURCES_DIGEST": deps[:16]}
-        session = self.session
-        try:   # one module at a time in the session: cells see each other, modules must not
-            result = session.run_cell(src.text, name=cell, defines=defines, options=options, label=src.label)
-            compiled, host = (session.engine.compile(session.engine.request(
-                "compile", cell=result.name, append="", module=session.cell(result.name).module, target=target))[""]
-                for target in ("cuda", "torch-binding"))
-            functions = {f.name: f for d in session.cell(result.name).decls for f in d.functions}
-        except SlangCompileError as exc:
-            raise SlangTorchLoadError(str(exc)) from None
-        finally:
-            if cell in session.cells:
-                session.remove_cell(cell)
+        built = None
+        error: SlangCompileError | None = None
+        for layout in _MATRIX_LAYOUTS:
+            try:
+                built = self._compile(src, key, deps, layout)
+                break
+            except SlangCompileError as exc:
+                error = error or exc    # slangc's (column-major) diagnostics are the ones reported
+                if "E38206" not in str(exc):   # not a matrix too tall for column storage: no retry
+                    break
+        if built is None:
+            raise SlangTorchLoadError(str(error)) from None
+        compiled, host, functions = built
         nvrtc = list(_NVRTC_OPTIONS) + [f"-I{folder}" for folder in src.search_path]
         code = f"// sources {deps}\n{compiled.code}"   # CuPy's binary cache keys on the text: headers included
         entry_points = host_entry_points(host.code, kernel_signatures(code))
@@ -140,6 +141,26 @@ class Loader:
         module = self.loaded[key] = SlangTorchModule(src.name, code, functions, nvrtc, host.code, entry_points,
                                                      library)
         return module
+
+    def _compile(self, src: ModuleSource, key: str, deps: str, layout: tuple[str, ...]
+                 ) -> tuple[CompiledKernel, CompiledKernel, dict[str, FunctionInfo]]:
+        """The module's CUDA and torch-binding code and its functions (SlangCompileError if it fails)."""
+        options = [*layout, *_SLANGC_DEFAULTS]
+        for folder in src.search_path:
+            options += ["-I", folder]
+        cell = f"{src.name}_{key[:12]}"
+        defines = dict(src.defines) | {"SLANGTORCH_SOURCES_DIGEST": deps[:16]}
+        session = self.session
+        try:   # one module at a time in the session: cells see each other, modules must not
+            result = session.run_cell(src.text, name=cell, defines=defines, options=options, label=src.label)
+            module = session.cell(result.name).module
+            compiled, host = (session.engine.compile(session.engine.request(
+                "compile", cell=result.name, append="", module=module, target=target))[""]
+                for target in ("cuda", "torch-binding"))
+            return compiled, host, {f.name: f for d in session.cell(result.name).decls for f in d.functions}
+        finally:
+            if cell in session.cells:
+                session.remove_cell(cell)
 
     def clear(self) -> None:
         self.loaded.clear()

@@ -20,7 +20,7 @@ from ...backends._cpu_build import body
 from ...backends._cuda_fp16 import half_options, uses_half
 from ...compiler.reflection import FunctionInfo
 from ._host_abi import HostLibrary
-from ._layout import CType, Layouts, kernel_signatures, pack, slang_name
+from ._layout import CType, Layouts, kernel_signatures, pack, reorder_rows, reorders, slang_name
 from ._views import tensor_view
 
 __all__ = ["BoundKernel", "HostFunction", "KernelHandle", "SlangTorchModule"]
@@ -192,6 +192,14 @@ class SlangTorchModule:
         if kernel not in self._signatures:
             raise RuntimeError(f"host code launched {kernel}, which is not a kernel of module {self.name!r}")
         fn = self.function(kernel)
+        types = self.param_types(kernel)
+        if any(reorders(t) for t in types):   # a row-major compile: move the host's row-major matrices
+            pointers = (ctypes.c_void_p * len(types)).from_address(args)
+            for t, p in zip(types, pointers):
+                if reorders(t) and p:
+                    data = bytearray(ctypes.string_at(p, t.size))
+                    reorder_rows(t, data)
+                    ctypes.memmove(p, bytes(data), t.size)
         cupy.cuda.driver.launchKernel(fn.ptr, *grid, *block, shared_mem, stream, args, 0)
 
     def stream(self) -> int:
