@@ -111,6 +111,14 @@ def test_defines_and_a_missing_define(tmp_path: Path, loader: Loader) -> None:
     assert two is not one and two.kernels == one.kernels == ("mul",)
 
 
+def test_defines_reach_imported_files(tmp_path: Path, loader: Loader) -> None:
+    """As slangc's -D: slang-torch's inline-MLP example defines WARP_SIZE for the file it imports."""
+    _write(tmp_path, "helper.slang", MULTIPLY)   # uses FACTOR, defined only by the loadModule call
+    path = _write(tmp_path, "kernels.slang", KERNELS)
+    m = slangtorch.loadModule(path, defines={"FACTOR": "3.5"}, loader=loader)
+    assert "3.5" in m.code and "mul_kernel" in m.kernels
+
+
 def test_every_slangtorch_keyword_is_accepted(tmp_path: Path, loader: Loader) -> None:
     path = _write(tmp_path, "k.slang", "[AutoPyBindCUDA] [CUDAKernel] void k(TensorView<float> o) { }")
     m = slangtorch.loadModule(path, skipSlang=False, verbose=False, defines={}, includePaths=[],

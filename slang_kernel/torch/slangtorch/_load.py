@@ -148,6 +148,7 @@ class Loader:
         options = [*layout, *_SLANGC_DEFAULTS]
         for folder in src.search_path:
             options += ["-I", folder]
+        options += [f"-D{k}={v}" for k, v in src.defines]   # as slangc -D: seen by imported files too
         cell = f"{src.name}_{key[:12]}"
         defines = dict(src.defines) | {"SLANGTORCH_SOURCES_DIGEST": deps[:16]}
         session = self.session
