@@ -131,6 +131,21 @@ def test_torch_entry_point_allocates_fills_and_returns_a_struct(tmp_path: Path, 
     assert "allocate" in repr(m.allocate) and "TorchTensor<float> other" in repr(m.allocate)
 
 
+def test_calls_from_several_threads_keep_their_own_state(tmp_path: Path, loader: Loader) -> None:
+    """Each call has its own tensors and callbacks (thread-local on both sides), in one library."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    (tmp_path / "host.slang").write_text(HOST)
+    lib = _cpu(slangtorch.loadModule(tmp_path / "host.slang", loader=loader))
+
+    def one(i: int) -> bool:
+        grid, counts, like, scale, n, h = lib.call("allocate", (i % 5 + 1, 2, float(i), 1.0, torch.ones(1, i % 3 + 1)))
+        return grid.shape == (i % 5 + 1, 2) and bool((grid == i).all()) and like.shape == (1, i % 3 + 1, 2)
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(one, range(200)))
+
+
 def test_vectors_matrices_arrays_and_nested_structs(tmp_path: Path, loader: Loader) -> None:
     """float3/float3x3/arrays/structs are tuples (rows for matrices), in and out; a tensor may stand for
     a vector or matrix; double, bool, int64 and int8 scalars; the host code of a launch with them builds."""

@@ -59,7 +59,7 @@ typedef struct SkHost {           // callbacks into Python; each returns 0, or n
 namespace sk {
 // Internal linkage: every module's library has its own (they may be loaded side by side).
 namespace {
-const SkHost* g_host = nullptr;
+thread_local const SkHost* g_host = nullptr;   // set by sk_call for its own thread
 
 struct HostError : std::exception {       // a callback failed; Python holds the exception to raise
     const char* what() const noexcept override { return "slang-kernel host callback failed"; }
