@@ -206,6 +206,8 @@ def test_build_cache_and_a_failed_build(tmp_path: Path, loader: Loader) -> None:
         build_host_library(bad, loader.cache_dir, "multiply.slang")
     kept = Path(str(info.value).split("kept at ", 1)[1].split(":\n", 1)[0])
     assert "undeclared_t" in kept.read_text() and "undeclared_t" in str(info.value)
+    with pytest.raises(HostBuildError, match=r"`/nonexistent/c\+\+ --version` failed .* install g\+\+ .* or set CXX"):
+        build_host_library(m.host_code + "// new", loader.cache_dir, "multiply.slang", cxx="/nonexistent/c++")
 
 
 # -- on a GPU: the kernels the host code dispatches run ----------------------------------------------

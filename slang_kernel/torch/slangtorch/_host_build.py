@@ -62,9 +62,10 @@ def _shim_digest() -> str:
     return h.hexdigest()
 
 
-def build_host_library(code: str, cache_dir: Path, label: str) -> Path:
-    """The shared library of torch-binding `code` (built once per content; `label` names it in errors)."""
-    cxx = os.environ.get("CXX") or "g++"
+def build_host_library(code: str, cache_dir: Path, label: str, cxx: str | None = None) -> Path:
+    """The shared library of torch-binding `code` (built once per content; `label` names it in errors),
+    by `cxx` (default: $CXX, else g++)."""
+    cxx = cxx or os.environ.get("CXX") or "g++"
     source = with_stubs(code)
     key = hashlib.sha256("\0".join([source, _shim_digest(), _compiler_version(cxx), *CXX_FLAGS]).encode())
     folder = Path(cache_dir) / "host"
