@@ -5,6 +5,7 @@ out, C++ errors back as Python ones. Launching the kernels it dispatches needs C
 
 from __future__ import annotations
 
+import ctypes
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from slang_kernel.torch.slangtorch import Loader, SlangTorchModule
 from slang_kernel.torch.slangtorch._host_abi import HostLibrary
 from slang_kernel.torch.slangtorch._module import HostFunction
 from slang_kernel.torch.slangtorch._host_build import HostBuildError, build_host_library, kernel_declarations
+from slang_kernel.torch.slangtorch._layout import pack
 
 torch = pytest.importorskip("torch")
 
@@ -160,6 +162,76 @@ def test_vectors_matrices_arrays_and_nested_structs(tmp_path: Path, loader: Load
                torch.tensor(2.5), True, 5, -1) == want
     with pytest.raises(TypeError, match=r"vec\(\) argument 4 \(o\): expected a tuple of 3, got 2 items"):
         vec((1.0, 2.0, 3.0), ROWS, (10.0, 20.0), outer[:2], 2.5, True, 5, -1)
+
+
+DISPATCH = """
+[CudaKernel]
+void k2(float3 v, float3x3 m, half h, bool b, int64_t big, float[2] arr)
+{
+    printf("%f\\n", v.x + m[0][1] + float(h) + (b ? 1.0 : 0.0) + float(big) + arr[1]);   // reads them all
+}
+
+[TorchEntryPoint]
+void dispatches(float3 v, float3x3 m, half h, bool b, int64_t big, float[2] arr, uint n)
+{
+    let blockCount = uint3(n, 2, 1);
+    let groupSize = uint3(32, 1, 1);
+    __dispatch_kernel(k2, blockCount, groupSize)(v, m, h, b, big, arr);
+}
+"""
+
+
+class RecordingLauncher:
+    """Stands in for the GPU at the Launcher boundary: keeps each launch's argument bytes, as the
+    kernel's parameter types size them, instead of launching."""
+
+    def __init__(self, module: SlangTorchModule) -> None:
+        self.module = module
+        self.launches: list[tuple[str, tuple[int, ...], tuple[int, ...], list[bytes]]] = []
+
+    def launch(self, kernel: str, grid: tuple[int, int, int], block: tuple[int, int, int], args: int,
+               shared_mem: int, stream: int) -> None:
+        self.module.host_args_for_kernel(kernel, args)   # as SlangTorchModule.launch does
+        types = self.module.param_types(kernel)
+        pointers = (ctypes.c_void_p * len(types)).from_address(args)
+        self.launches.append((kernel, grid, block, [ctypes.string_at(p, t.size) for t, p in zip(types, pointers)]))
+
+    def stream(self) -> int:
+        return 0
+
+    def sync(self, stream: int) -> None:
+        pass
+
+
+def test_a_dispatch_passes_the_bytes_the_kernel_takes(tmp_path: Path, loader: Loader) -> None:
+    """What the host code hands `cudaLaunchKernel` is what our packer makes of the same Python values
+    (the packer follows the kernel's own unpacking code), with the grid and block it computed."""
+    (tmp_path / "dispatch.slang").write_text(DISPATCH)
+    m = slangtorch.loadModule(tmp_path / "dispatch.slang", loader=loader)
+    assert m.host_library is not None
+    recorder = RecordingLauncher(m)
+    values = ((1.0, 2.0, 3.0), ROWS, 0.5, True, -(2**40), (4.0, 5.0))
+    assert HostLibrary(m.host_library.path, recorder, device="cpu").call("dispatches", (*values, 3)) is None
+    [(kernel, grid, block, args)] = recorder.launches
+    assert (kernel, grid, block) == ("k2", (3, 2, 1), (32, 1, 1))
+    assert args == [pack(t, v, "x", lambda *_: b"") for t, v in zip(m.param_types("k2"), values)]
+    # a module compiled row-major (a matrix too tall for column storage): the kernel reads a float3x3
+    # transposed, and the host code's row-by-row matrices are moved before the launch
+    (tmp_path / "tall.slang").write_text(
+        DISPATCH.replace("bool b,", "bool b, matrix<float, 6, 2> t,", 1).replace("+ arr[1]", "+ arr[1] + t[5][1]")
+        .replace("    __dispatch_kernel", "    matrix<float, 6, 2> t;\n    for (int i = 0; i < 6; i++)\n"
+                 "        for (int j = 0; j < 2; j++) t[i][j] = 2.0 * i + j;\n    __dispatch_kernel")
+        .replace("(v, m, h, b,", "(v, m, h, b, t,"))
+    tall = slangtorch.loadModule(tmp_path / "tall.slang", loader=loader)
+    assert tall.host_library is not None
+    recorder = RecordingLauncher(tall)
+    six = tuple((2.0 * i, 2.0 * i + 1) for i in range(6))
+    values = (*values[:4], six, *values[4:])
+    HostLibrary(tall.host_library.path, recorder, device="cpu").call("dispatches", (*values[:4], *values[5:], 1))
+    [(_, _, _, args)] = recorder.launches
+    types = tall.param_types("k2")
+    assert args == [pack(t, v, "x", lambda *_: b"") for t, v in zip(types, values)]
+    assert args[1] != pack(m.param_types("k2")[1], ROWS, "x", lambda *_: b"")   # the transposed storage
 
 
 def test_struct_argument_as_a_list_reaches_the_tensor_checks(tmp_path: Path, loader: Loader) -> None:

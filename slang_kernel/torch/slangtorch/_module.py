@@ -192,15 +192,21 @@ class SlangTorchModule:
         if kernel not in self._signatures:
             raise RuntimeError(f"host code launched {kernel}, which is not a kernel of module {self.name!r}")
         fn = self.function(kernel)
-        types = self.param_types(kernel)
-        if any(reorders(t) for t in types):   # a row-major compile: move the host's row-major matrices
-            pointers = (ctypes.c_void_p * len(types)).from_address(args)
-            for t, p in zip(types, pointers):
-                if reorders(t) and p:
-                    data = bytearray(ctypes.string_at(p, t.size))
-                    reorder_rows(t, data)
-                    ctypes.memmove(p, bytes(data), t.size)
+        self.host_args_for_kernel(kernel, args)
         cupy.cuda.driver.launchKernel(fn.ptr, *grid, *block, shared_mem, stream, args, 0)
+
+    def host_args_for_kernel(self, kernel: str, args: int) -> None:
+        """Slang's host code stores matrices row by row; in a row-major compile the kernel reads them
+        from other slots: move them there, in place (`args`: the host code's `void*[]`)."""
+        types = self.param_types(kernel)
+        if not any(reorders(t) for t in types):
+            return
+        pointers = (ctypes.c_void_p * len(types)).from_address(args)
+        for t, p in zip(types, pointers):
+            if reorders(t) and p:
+                data = bytearray(ctypes.string_at(p, t.size))
+                reorder_rows(t, data)
+                ctypes.memmove(p, bytes(data), t.size)
 
     def stream(self) -> int:
         return _current_stream()
