@@ -111,6 +111,14 @@ def test_defines_and_a_missing_define(tmp_path: Path, loader: Loader) -> None:
     assert two is not one and two.kernels == one.kernels == ("mul",)
 
 
+def test_defines_reach_imported_files(tmp_path: Path, loader: Loader) -> None:
+    """As slangc's -D: slang-torch's inline-MLP example defines WARP_SIZE for the file it imports."""
+    _write(tmp_path, "helper.slang", MULTIPLY)   # uses FACTOR, defined only by the loadModule call
+    path = _write(tmp_path, "kernels.slang", KERNELS)
+    m = slangtorch.loadModule(path, defines={"FACTOR": "3.5"}, loader=loader)
+    assert "3.5" in m.code and "mul_kernel" in m.kernels
+
+
 def test_every_slangtorch_keyword_is_accepted(tmp_path: Path, loader: Loader) -> None:
     path = _write(tmp_path, "k.slang", "[AutoPyBindCUDA] [CUDAKernel] void k(TensorView<float> o) { }")
     m = slangtorch.loadModule(path, skipSlang=False, verbose=False, defines={}, includePaths=[],
@@ -124,7 +132,8 @@ def test_a_missing_file_is_named(tmp_path: Path) -> None:
         slangtorch.loadModule(tmp_path / "nope.slang")
 
 
-def test_torch_entry_points_say_they_are_not_run_yet(tmp_path: Path, loader: Loader) -> None:
+def test_torch_entry_points_are_the_modules_functions(tmp_path: Path, loader: Loader) -> None:
+    """[TorchEntryPoint] functions come from the torch-binding code (tests/test_slangtorch_host.py runs them)."""
     path = _write(tmp_path, "entry.slang", """
 [CudaKernel]
 void mul_kernel(TensorView<float> A, TensorView<float> result) { result[uint2(0, 0)] = A[uint2(0, 0)]; }
@@ -139,6 +148,7 @@ TorchTensor<float> multiply(TorchTensor<float> A)
     return result;
 }""")
     m = slangtorch.loadModule(path, loader=loader)
-    assert m.kernels == ("mul_kernel",)
-    with pytest.raises(NotImplementedError, match=r"multiply is a \[TorchEntryPoint\].*launchRaw"):
-        m.multiply
+    assert m.kernels == ("mul_kernel",) and m.entry_points == ("multiply",)
+    assert "TorchTensor<float> multiply(TorchTensor<float> A)" in repr(m.multiply)
+    with pytest.raises(AttributeError, match=r"\[TorchEntryPoint\] functions: multiply"):
+        m.multiplY

@@ -26,6 +26,7 @@ from ._walk import module_decls, program_reflection
 
 TARGETS = {
     "glsl": 2, "hlsl": 5, "spirv": 6, "spirv-asm": 7, "cpp": 13, "cuda": 17, "metal": 24, "wgsl": 28,
+    "torch-binding": 23,   # SLANG_CPP_PYTORCH_BINDING: host C++ of [TorchEntryPoint] functions
 }
 BASE_ARGS = ("-enable-machine-readable-diagnostics", "-matrix-layout-row-major")
 # vtable slots in the 2026.12 header (IModule, and IEntryPoint::getFunctionReflection)

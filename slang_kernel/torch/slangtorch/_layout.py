@@ -12,16 +12,24 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-__all__ = ["CType", "Layouts", "diff_pair", "kernel_signatures", "pack", "slang_name"]
+__all__ = ["CType", "Layouts", "diff_pair", "kernel_signatures", "pack", "reorder_rows", "reorders", "slang_name"]
 
 _SCALARS: dict[str, tuple[str, int]] = {
     "float": ("f", 4), "int": ("i", 4), "uint": ("I", 4), "double": ("d", 8), "bool": ("?", 1),
     "int64_t": ("q", 8), "uint64_t": ("Q", 8), "__half": ("e", 2), "half": ("e", 2),
     "int16_t": ("h", 2), "uint16_t": ("H", 2), "int8_t": ("b", 1), "uint8_t": ("B", 1),
+    # the names Slang's CUDA output gives them
+    "char": ("b", 1), "uchar": ("B", 1), "short": ("h", 2), "ushort": ("H", 2), "longlong": ("q", 8),
+    "ulonglong": ("Q", 8),
 }
 _GLOBAL = re.compile(r"__global__ void (\w+)\(([^)]*)\)")
 _STRUCT = re.compile(r"\nstruct (\w+)\s*\n\{([^{}]*)\}")
 _FIXED = re.compile(r"FixedArray<\s*(.+?)\s*,\s*(\d+)\s*>$")
+# `Matrix<..> unpackStorage_N(_MatrixStorage_float3x3_0 * s) { return makeMatrix<..> (s->data[int(0)], ...); }`:
+# which storage slot each element (row by row) is read from, in this compile's matrix layout
+_UNPACK = re.compile(r"unpackStorage_\d+\((_MatrixStorage_\w+)\s*\*\s*\w+\)(?:\s|#line[^\n]*\n)*\{"
+                     r"(?:\s|#line[^\n]*\n)*return\s+makeMatrix<[^>]*>\s*\(([^;]*)\);")
+_SLOT = re.compile(r"\[int\((\d+)\)\]")
 TENSOR_VIEW = "TensorView"
 
 
@@ -42,6 +50,7 @@ class CType:
     element: "CType | None" = None                  # array
     count: int = 0                                  # array
     fields: tuple[tuple[str, int, "CType"], ...] = ()  # struct: (Slang field name, offset, type)
+    order: tuple[int, ...] = ()                     # matrix storage: the slot of each element, row by row
 
 
 def kernel_signatures(code: str) -> dict[str, list[tuple[str, str]]]:
@@ -72,6 +81,7 @@ class Layouts:
 
     def __init__(self, code: str) -> None:
         self._bodies = {m.group(1): m.group(2) for m in _STRUCT.finditer(code)}
+        self._orders = {m.group(1): tuple(int(i) for i in _SLOT.findall(m.group(2))) for m in _UNPACK.finditer(code)}
         self._types: dict[str, CType] = {}
 
     def structs(self) -> dict[str, str]:
@@ -110,7 +120,10 @@ class Layouts:
             offset += ft.size
             align = max(align, ft.align)
         size = -(-offset // align) * align
-        return CType(name, "struct", size, align, fields=tuple(fields))
+        order = self._orders.get(name, ())
+        if len(fields) != 1 or fields[0][2].count != len(order):
+            order = ()   # not a matrix the kernels read (or not read at all): stored as given
+        return CType(name, "struct", size, align, fields=tuple(fields), order=order)
 
 
 def pack(t: CType, value: Any, where: str, tensor: Callable[[Any, str], bytes]) -> bytes:
@@ -147,6 +160,13 @@ def _pack_struct(t: CType, value: Any, where: str, tensor: Callable[[Any, str], 
     if len(t.fields) == 1 and t.fields[0][2].kind == "array" and not isinstance(value, Mapping) \
             and not hasattr(value, "_fields"):
         values = [value]  # vector/matrix storage wraps one flat array
+        if t.order:       # a matrix, given row by row: each element into the slot the kernel reads it from
+            items = _flat(value, len(t.order))
+            if len(items) == len(t.order):
+                slots: list[Any] = [None] * len(items)
+                for k, slot in enumerate(t.order):
+                    slots[slot] = items[k]
+                values = [slots]
     elif isinstance(value, Mapping) or hasattr(value, "_asdict"):
         d = dict(value) if isinstance(value, Mapping) else value._asdict()
         missing = [n for n in names if n not in d]
@@ -169,6 +189,30 @@ def _pack_struct(t: CType, value: Any, where: str, tensor: Callable[[Any, str], 
         b = pack(ft, v, f"{where}.{n}", tensor)
         out[off:off + len(b)] = b
     return bytes(out)
+
+
+def reorders(t: CType) -> bool:
+    """Whether `t` holds a matrix whose kernel reads its storage in other than row order."""
+    if t.order:
+        return list(t.order) != list(range(len(t.order)))
+    return any(reorders(f) for _, _, f in t.fields) or (t.element is not None and reorders(t.element))
+
+
+def reorder_rows(t: CType, data: bytearray, offset: int = 0) -> None:
+    """Move the matrices in `data` (a value of type `t` at `offset`, each stored row by row, as Slang's
+    host code packs them) into the slots the kernel reads them from (row-major compiles differ)."""
+    if t.order and reorders(t):
+        el = t.fields[0][2].element
+        assert el is not None
+        n, start = el.size, offset + t.fields[0][1]
+        items = [bytes(data[start + k * n:start + (k + 1) * n]) for k in range(len(t.order))]
+        for k, slot in enumerate(t.order):
+            data[start + slot * n:start + (slot + 1) * n] = items[k]
+    for _, off, f in t.fields:
+        reorder_rows(f, data, offset + off)
+    if t.element is not None and reorders(t.element):
+        for i in range(t.count):
+            reorder_rows(t.element, data, offset + i * t.element.size)
 
 
 def diff_pair(value: Any) -> tuple[Any, Any]:

@@ -9,19 +9,40 @@ imported file or CUDA prelude rebuilds on the next `loadModule`), and the compil
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ...cache import default_cache_dir, digest
+from ...compiled import CompiledKernel
 from ...compiler.diagnostics import SlangCompileError
+from ...compiler.reflection import FunctionInfo
 from ...session import Session
+from ._host_build import HostBuildError, build_host_library
+from ._layout import kernel_signatures
 from ._module import SlangTorchModule
 
-__all__ = ["Loader", "ModuleSource", "SlangTorchLoadError"]
+__all__ = ["Loader", "ModuleSource", "SlangTorchLoadError", "host_entry_points"]
 
 _SOURCE_SUFFIXES = (".slang", ".slangh", ".h", ".hpp", ".cuh", ".hlsl")
 _NVRTC_OPTIONS = ("--std=c++17", "-default-device")
+# slangc's defaults, as slangtorch compiles: capabilities not enforced, and column-major matrices (the
+# session's own default is row-major), under which Slang's host and kernel code agree on how a matrix
+# parameter is stored. A module with matrices taller than 4 rows (invalid as column vectors, E38206)
+# is compiled row-major instead; kernel parameters are packed as the CUDA code unpacks them either way.
+_SLANGC_DEFAULTS = ("-ignore-capabilities",)
+_MATRIX_LAYOUTS = (("-matrix-layout-column-major",), ())
+_DEF = re.compile(r'\bm\.def\("(\w+)"')
+
+
+def host_entry_points(host_code: str, kernels: Mapping[str, object]) -> tuple[str, ...]:
+    """The [TorchEntryPoint] functions the torch-binding code exports: all it binds but the wrappers of
+    [AutoPyBindCUDA] kernels (launched directly here) and their `__funcinfo__`/`__typeinfo__` tables."""
+    wrapped = {k.removeprefix("__kernel__") + suffix for k in kernels if k.startswith("__kernel__")
+               for suffix in ("", "_fwd_diff", "_bwd_diff")}
+    names = dict.fromkeys(m.group(1) for m in _DEF.finditer(host_code))
+    return tuple(n for n in names if not n.startswith("__") and n not in wrapped)
 
 
 class SlangTorchLoadError(RuntimeError):
@@ -92,28 +113,55 @@ class Loader:
         module = self.loaded.get(key)
         if module is not None:
             return module
-        options: list[str] = []
+        built = None
+        error: SlangCompileError | None = None
+        for layout in _MATRIX_LAYOUTS:
+            try:
+                built = self._compile(src, key, deps, layout)
+                break
+            except SlangCompileError as exc:
+                error = error or exc    # slangc's (column-major) diagnostics are the ones reported
+                if "E38206" not in str(exc):   # not a matrix too tall for column storage: no retry
+                    break
+        if built is None:
+            raise SlangTorchLoadError(str(error)) from None
+        compiled, host, functions = built
+        nvrtc = list(_NVRTC_OPTIONS) + [f"-I{folder}" for folder in src.search_path]
+        code = f"// sources {deps}\n{compiled.code}"   # CuPy's binary cache keys on the text: headers included
+        entry_points = host_entry_points(host.code, kernel_signatures(code))
+        library = None
+        if entry_points:   # [TorchEntryPoint] functions: their host code, built by g++ against the shim
+            try:
+                library = build_host_library(host.code, self.cache_dir, src.label)
+            except HostBuildError as exc:
+                raise SlangTorchLoadError(str(exc)) from None
+        if verbose:
+            print(f"slangtorch: compiled {src.label} ({len(compiled.code)} bytes of CUDA"
+                  + (f", host code for {', '.join(entry_points)} in {library}" if library else "") + ")")
+        module = self.loaded[key] = SlangTorchModule(src.name, code, functions, nvrtc, host.code, entry_points,
+                                                     library)
+        return module
+
+    def _compile(self, src: ModuleSource, key: str, deps: str, layout: tuple[str, ...]
+                 ) -> tuple[CompiledKernel, CompiledKernel, dict[str, FunctionInfo]]:
+        """The module's CUDA and torch-binding code and its functions (SlangCompileError if it fails)."""
+        options = [*layout, *_SLANGC_DEFAULTS]
         for folder in src.search_path:
             options += ["-I", folder]
+        options += [f"-D{k}={v}" for k, v in src.defines]   # as slangc -D: seen by imported files too
         cell = f"{src.name}_{key[:12]}"
         defines = dict(src.defines) | {"SLANGTORCH_SOURCES_DIGEST": deps[:16]}
         session = self.session
         try:   # one module at a time in the session: cells see each other, modules must not
             result = session.run_cell(src.text, name=cell, defines=defines, options=options, label=src.label)
-            compiled = session.engine.compile(session.engine.request(
-                "compile", cell=result.name, append="", module=session.cell(result.name).module, target="cuda"))[""]
-            functions = {f.name: f for d in session.cell(result.name).decls for f in d.functions}
-        except SlangCompileError as exc:
-            raise SlangTorchLoadError(str(exc)) from None
+            module = session.cell(result.name).module
+            compiled, host = (session.engine.compile(session.engine.request(
+                "compile", cell=result.name, append="", module=module, target=target))[""]
+                for target in ("cuda", "torch-binding"))
+            return compiled, host, {f.name: f for d in session.cell(result.name).decls for f in d.functions}
         finally:
             if cell in session.cells:
                 session.remove_cell(cell)
-        if verbose:
-            print(f"slangtorch: compiled {src.label} ({len(compiled.code)} bytes of CUDA)")
-        nvrtc = list(_NVRTC_OPTIONS) + [f"-I{folder}" for folder in src.search_path]
-        code = f"// sources {deps}\n{compiled.code}"   # CuPy's binary cache keys on the text: headers included
-        module = self.loaded[key] = SlangTorchModule(src.name, code, functions, nvrtc)
-        return module
 
     def clear(self) -> None:
         self.loaded.clear()

@@ -3,6 +3,8 @@
 Kernels are the functions the compiler lowered to `__global__` functions: `[AutoPyBindCUDA]` ones as
 `__kernel__NAME` (with `_fwd_diff`/`_bwd_diff` for `[Differentiable]` kernels), plain `[CUDAKernel]`
 ones under their own name. Launches go on torch's current CUDA stream through the CUDA driver.
+[TorchEntryPoint] functions are host code (_host_build, _host_abi): their `__dispatch_kernel` launches
+come back here (`launch`) with the host code's argument pointers.
 """
 
 from __future__ import annotations
@@ -11,15 +13,17 @@ import ctypes
 import re
 from collections import namedtuple
 from functools import partial
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ...backends.common.generated import body
 from ...backends.cuda.fp16 import half_options, uses_half
 from ...compiler.reflection import FunctionInfo
-from ._layout import CType, Layouts, kernel_signatures, pack, slang_name
+from ._host_abi import HostLibrary
+from ._layout import CType, Layouts, kernel_signatures, pack, reorder_rows, reorders, slang_name
 from ._views import tensor_view
 
-__all__ = ["BoundKernel", "KernelHandle", "SlangTorchModule"]
+__all__ = ["BoundKernel", "HostFunction", "KernelHandle", "SlangTorchModule"]
 
 _TENSOR_ELEMENT = re.compile(r"^TensorView<\s*(\w+)\s*>$")
 
@@ -99,8 +103,10 @@ class SlangTorchModule:
 
     DiffTensorView = namedtuple("DiffTensorView", ["value", "grad"])
 
-    def __init__(self, name: str, code: str, functions: Mapping[str, FunctionInfo], nvrtc_options: Sequence[str]) -> None:
+    def __init__(self, name: str, code: str, functions: Mapping[str, FunctionInfo], nvrtc_options: Sequence[str],
+                 host_code: str = "", entry_points: Sequence[str] = (), host_library: str | Path | None = None) -> None:
         self.name, self.code, self.nvrtc_options = name, code, tuple(nvrtc_options)
+        self.host_code = host_code   # Slang's torch-binding C++ (the host code of [TorchEntryPoint] functions)
         self._signatures = kernel_signatures(code)
         self._layouts = Layouts(code)
         self._handles: dict[str, KernelHandle] = {}
@@ -109,8 +115,9 @@ class SlangTorchModule:
                 if symbol in self._signatures and len(self._signatures[symbol]) == len(info.params):
                     self._handles[fname] = KernelHandle(self, fname, info, symbol)
                     break
-        self._host = {n for n, f in functions.items() if "TorchTensor" in f.result or any(
-            "TorchTensor" in t for _, t, _ in f.params)}   # [TorchEntryPoint] host functions
+        self.host_library = HostLibrary(host_library, self) if host_library is not None else None
+        self._host = {n: HostFunction(self.host_library, n, functions.get(n))
+                      for n in entry_points if self.host_library is not None}
         self._structs = self._struct_types()
         self._cuda_module: Any = None
         self._functions: dict[str, Any] = {}
@@ -118,6 +125,11 @@ class SlangTorchModule:
     @property
     def kernels(self) -> tuple[str, ...]:
         return tuple(self._handles)
+
+    @property
+    def entry_points(self) -> tuple[str, ...]:
+        """The [TorchEntryPoint] functions (host code), called as `m.name(...)`."""
+        return tuple(self._host)
 
     def has_symbol(self, symbol: str) -> bool:
         return symbol in self._signatures
@@ -137,6 +149,11 @@ class SlangTorchModule:
                 out.setdefault(slang_name(ct.name), namedtuple(slang_name(ct.name), [n for n, _, _ in ct.fields]))
                 todo.extend(f for _, _, f in ct.fields)
         return out
+
+    def prepare(self) -> None:
+        """Build the CUDA code now (NVRTC, cached on disk by CuPy) instead of at the first launch."""
+        for symbol in self._signatures:
+            self.function(symbol)
 
     def function(self, symbol: str) -> Any:
         """The CUDA function, built by NVRTC on first use (CuPy caches the binary on disk)."""
@@ -160,10 +177,75 @@ class SlangTorchModule:
             return d["_handles"][name]
         if name in d.get("_structs", {}):
             return d["_structs"][name]
-        if name in d.get("_host", ()):
-            raise NotImplementedError(
-                f"{name} is a [TorchEntryPoint] function (TorchTensor host code), which slang_kernel.slangtorch "
-                "does not run yet; launch the [CUDAKernel]s it dispatches with launchRaw, or mark them "
-                "[AutoPyBindCUDA] and call them from Python")
-        raise AttributeError(f"module {d.get('name')!r} has no kernel or struct {name!r}; kernels: "
-                             f"{', '.join(d.get('_handles', {})) or 'none'}")
+        if name in d.get("_host", {}):
+            return d["_host"][name]
+        raise AttributeError(f"module {d.get('name')!r} has no kernel, function or struct {name!r}; kernels: "
+                             f"{', '.join(d.get('_handles', {})) or 'none'}; [TorchEntryPoint] functions: "
+                             f"{', '.join(d.get('_host', {})) or 'none'}")
+
+    # -- Launcher: where the host code's `__dispatch_kernel` launches go ---------------------------
+    def launch(self, kernel: str, grid: tuple[int, int, int], block: tuple[int, int, int], args: int,
+               shared_mem: int, stream: int) -> None:
+        """Launch [CUDAKernel] `kernel` with the host code's argument pointers (no copies)."""
+        import cupy
+
+        if kernel not in self._signatures:
+            raise RuntimeError(f"host code launched {kernel}, which is not a kernel of module {self.name!r}")
+        fn = self.function(kernel)
+        self.host_args_for_kernel(kernel, args)
+        cupy.cuda.driver.launchKernel(fn.ptr, *grid, *block, shared_mem, stream, args, 0)
+
+    def host_args_for_kernel(self, kernel: str, args: int) -> None:
+        """Slang's host code stores matrices row by row; in a row-major compile the kernel reads them
+        from other slots: move them there, in place (`args`: the host code's `void*[]`)."""
+        types = self.param_types(kernel)
+        if not any(reorders(t) for t in types):
+            return
+        pointers = (ctypes.c_void_p * len(types)).from_address(args)
+        for t, p in zip(types, pointers):
+            if reorders(t) and p:
+                data = bytearray(ctypes.string_at(p, t.size))
+                reorder_rows(t, data)
+                ctypes.memmove(p, bytes(data), t.size)
+
+    def stream(self) -> int:
+        return _current_stream()
+
+    def sync(self, stream: int) -> None:
+        import cupy
+
+        cupy.cuda.runtime.streamSynchronize(stream)
+
+
+def _values_of(value: Any) -> Any:
+    """A tensor's values as nested lists (a 0-d tensor's as a number); anything else as it is."""
+    if hasattr(value, "data_ptr") and hasattr(value, "tolist"):
+        return value.tolist()
+    return value
+
+
+class HostFunction:
+    """A [TorchEntryPoint] function: called as slangtorch calls it (positional arguments, tensors in and
+    out; a struct is a tuple of its fields in order), or with its parameters by name."""
+
+    def __init__(self, library: HostLibrary, name: str, info: FunctionInfo | None) -> None:
+        self.library, self.name, self.info = library, name, info
+        self.params = tuple(p[0] for p in info.params) if info is not None else ()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            unknown = [k for k in kwargs if k not in self.params[len(args):]]
+            missing = [p for p in self.params[len(args):] if p not in kwargs]
+            if unknown or missing:
+                raise TypeError(f"{self.name}(): " + "; ".join(
+                    ([f"unknown or repeated {', '.join(unknown)}"] if unknown else [])
+                    + ([f"missing {', '.join(missing)}"] if missing else []))
+                    + f". Parameters: {', '.join(self.params)}")
+            args = args + tuple(kwargs[p] for p in self.params[len(args):])
+        if self.info is not None:   # a tensor given for a vector, matrix, array or scalar: its values
+            args = tuple(_values_of(a) if i < len(self.info.params) and "TorchTensor" not in self.info.params[i][1]
+                         else a for i, a in enumerate(args))
+        return self.library.call(self.name, args, self.params)
+
+    def __repr__(self) -> str:
+        return f"<[TorchEntryPoint] {self.info.signature if self.info else self.name}>"

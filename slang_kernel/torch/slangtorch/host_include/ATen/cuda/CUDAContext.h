@@ -1,0 +1,3 @@
+// slang-kernel: stands in for PyTorch's ATen/cuda/CUDAContext.h in Slang's torch-binding code (see torch_host.h).
+#pragma once
+#include "torch_host.h"

@@ -1,0 +1,5 @@
+
+__device__ float cu_get_my_const()
+{
+    return %CONST_VAL%;
+}
