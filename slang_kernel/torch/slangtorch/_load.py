@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 
 from ...cache import default_cache_dir, digest
 from ...compiler.diagnostics import SlangCompileError
-from ...session import Session
+from ...engine.session import Session
 from ._module import SlangTorchModule
 
 __all__ = ["Loader", "ModuleSource", "SlangTorchLoadError"]
