@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from .. import scanner
 from ..backends import Backend
-from ..backends.registry import TYPE_CONFORMANCES, capability
+from ..backends.registry import TYPE_CONFORMANCES, capability, info_of
 from ..cache import digest
 from .cell_store import CellStore
 from .cells import Cell, identifiers, visible_imports
@@ -177,7 +177,7 @@ class KernelBuilds:
         """A kernel that reads a redeclared global directly and the earlier one through an earlier
         cell's function holds two globals of one name. The CPU and CUDA backends fill both from the one
         keyword; Vulkan (sgl) binds by name and would fill one: say so instead of guessing."""
-        if self.backend.name != "vulkan" or ck.target != self.backend.target:
+        if not info_of(self.backend.name).globals_by_name or ck.target != self.backend.target:
             return
         seen: dict[str, int] = {}
         for p in ck.reflection.globals:
