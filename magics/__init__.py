@@ -28,7 +28,7 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from slang_kernel.backends.registry import choices
 from slang_kernel.frontend.display import code_display, show
 from slang_kernel.frontend import FrontEnd
-from slang_kernel.session import CODE_TARGETS, Session
+from slang_kernel.engine.session import CODE_TARGETS, Session
 
 __all__ = ["SlangMagics", "load_ipython_extension", "session_for"]
 

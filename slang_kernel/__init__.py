@@ -17,16 +17,16 @@ from typing import Any
 if not _os.path.isdir(_os.path.join(__path__[0], "widgets")):
     __path__.append(_os.path.dirname(_os.path.abspath(__path__[0])))
 
-from .autodiff import SlangFunction
+from .engine.autodiff import SlangFunction
 from .backends import Backend, BackendConfig
 from .compiled import CompiledKernel, CompileRequest
 from .compiler.diagnostics import Diagnostic, SlangCompileError, SlangCompilerCrash
 from .compiler.reflection import ParamInfo, TypeInfo
 from .errors import (BackendUnavailable, BoundsError, DeviceLost, KernelCrash, KernelInterrupted, KernelTimeout,
                      OutOfRangeWarning, ParameterError)
-from .finite import NonFiniteError
-from .kernels import ComputeKernel
-from .session import CellResult, Session
+from .engine.finite import NonFiniteError
+from .engine.kernels import ComputeKernel
+from .engine.session import CellResult, Session
 from . import views as _views  # registers the views behind slang_kernel.hooks (Session.compare, ...)
 
 __all__ = [

@@ -46,7 +46,7 @@ class ModuleSource:
 
 @dataclass(frozen=True)
 class Specialization:
-    """What a kernel is specialized with from Python (see slang_kernel/specialize.py): the values of
+    """What a kernel is specialized with from Python (see slang_kernel/engine/specialize.py): the values of
     its generic parameters and `extern` declarations as Slang text, and the type conformances linked
     for dynamic dispatch. Part of the compile request (its generated module and options), hashable."""
 

@@ -43,9 +43,9 @@ from .errors import DeviceLost, KernelCrash
 if TYPE_CHECKING:
     from distributed import Client, Future
 
-    from .autodiff import SlangFunction
-    from .kernels import ComputeKernel
-    from .session import Session
+    from .engine.autodiff import SlangFunction
+    from .engine.kernels import ComputeKernel
+    from .engine.session import Session
 
 __all__ = ["CellSpec", "DaskFunction", "SessionSpec", "WorkerStatus", "function", "local_cuda_cluster",
            "map_kernel", "worker_session", "worker_status"]
@@ -112,7 +112,7 @@ class SessionSpec:
 
     def build(self) -> Session:
         """A Session with these cells, run in order (each compile check hits the shared cache)."""
-        from .session import Session
+        from .engine.session import Session
 
         s = Session(self.backend, cache_dir=self.cache_dir, cache=self.cache, options=self.options,
                     defines=dict(self.defines), threads=self.threads, checked=self.checked, timeout=self.timeout,

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from .backends import Backend
+from .backends.registry import info_of
 
 __all__ = ["Size", "notebook_size"]
 
@@ -53,5 +54,5 @@ def notebook_size(backend: Backend, full: bool | None = None, *, small: str, lar
             raise ValueError(f"{QUICK_VAR}={quick!r}: use 1 (the small size) or 0 (the full size), or unset it "
                              "(the full size on a GPU, the small one elsewhere)")
         full = backend.gpu
-        why = ("a GPU" if full else "the CPU" if backend.name == "cpu" else "a software device, not a GPU")
+        why = ("a GPU" if full else "the CPU" if info_of(backend.name).host else "a software device, not a GPU")
     return Size(full, why, backend.describe(), small, large)

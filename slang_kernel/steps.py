@@ -30,7 +30,7 @@ from typing import Any, Mapping, Sequence
 from .backends import Backend, replay
 from .backends.registry import REPLAY, capability
 from .compiled import CompiledKernel
-from .kernels import ComputeKernel
+from .engine.kernels import ComputeKernel
 
 __all__ = ["Launch", "Step"]
 

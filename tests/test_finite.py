@@ -1,4 +1,4 @@
-"""The NaN/Inf finder (slang_kernel.finite) on every backend (`--backends`): a NaN planted in the data
+"""The NaN/Inf finder (slang_kernel.engine.finite) on every backend (`--backends`): a NaN planted in the data
 of a two-kernel training step is found in the right buffer, at the right index, in the right dispatch;
 `.bwd` names the input whose gradient is not finite."""
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import slang_kernel as sk
-from slang_kernel.finite import first_nonfinite
+from slang_kernel.engine.finite import first_nonfinite
 
 STEP = """
 // one step of fitting y = w * x per element: the residual, then the gradient and the update

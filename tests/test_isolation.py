@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import slang_kernel as sk
-from slang_kernel.kernels import KernelCrash, KernelInterrupted, KernelTimeout
+from slang_kernel.engine.kernels import KernelCrash, KernelInterrupted, KernelTimeout
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -212,8 +212,8 @@ def test_no_backend_imports_the_session() -> None:
     graph = _graph()
     for name, deps in graph.items():
         if name.startswith("slang_kernel.backends"):
-            assert not {d for d in deps if d in ("slang_kernel.session", "slang_kernel.kernels",
-                                                 "slang_kernel.autodiff", "slang_kernel.playground")}, name
+            assert not {d for d in deps if d in ("slang_kernel.engine.session", "slang_kernel.engine.kernels",
+                                                 "slang_kernel.engine.autodiff", "slang_kernel.playground")}, name
 
 
 def test_no_import_cycles() -> None:
@@ -317,9 +317,9 @@ public float outer(float x) { return x * 3; }""", name="shapes")
 
 
 # The arrows of docs/architecture.md: who may import whom among the session's parts and its views.
-_PARTS = ("slang_kernel.cell_store", "slang_kernel.compile_service", "slang_kernel.kernel_builds",
-          "slang_kernel.checks")
-_VIEWS = ("slang_kernel.kernels", "slang_kernel.autodiff", "slang_kernel.views.thread_debug", "slang_kernel.views.compare")
+_PARTS = ("slang_kernel.engine.cell_store", "slang_kernel.engine.compile_service", "slang_kernel.engine.kernel_builds",
+          "slang_kernel.engine.checks")
+_VIEWS = ("slang_kernel.engine.kernels", "slang_kernel.engine.autodiff", "slang_kernel.views.thread_debug", "slang_kernel.views.compare")
 _FRONT = ("slang_kernel.frontend", "slang_kernel.magics", "slang_kernel.widgets", "slang_kernel.lsp",
           "slang_kernel.kernel")
 
@@ -336,16 +336,16 @@ def test_the_architecture_arrows_hold() -> None:
 
     # the parts never reach up to the façade, the views or a front end
     for part in _PARTS:
-        bad = {d for d in deps(part) if d == "slang_kernel.session" or _front(d)
-               or (d in _VIEWS and part != "slang_kernel.kernel_builds")}
+        bad = {d for d in deps(part) if d == "slang_kernel.engine.session" or _front(d)
+               or (d in _VIEWS and part != "slang_kernel.engine.kernel_builds")}
         assert not bad, f"{part} imports {bad}"
     # the cell store compiles nothing; the compile service builds no kernel and runs no cell
-    assert not deps("slang_kernel.cell_store") & {"slang_kernel.compile_service", "slang_kernel.compiler.client",
-                                                  "slang_kernel.kernel_builds", "slang_kernel.checks"}
-    assert not deps("slang_kernel.compile_service") & {"slang_kernel.kernel_builds", "slang_kernel.checks"}
+    assert not deps("slang_kernel.engine.cell_store") & {"slang_kernel.engine.compile_service", "slang_kernel.compiler.client",
+                                                  "slang_kernel.engine.kernel_builds", "slang_kernel.engine.checks"}
+    assert not deps("slang_kernel.engine.compile_service") & {"slang_kernel.engine.kernel_builds", "slang_kernel.engine.checks"}
     # views get a narrow service (protocols), never the Session or its parts
     for view in _VIEWS:
-        bad = {d for d in deps(view) if d in ("slang_kernel.session", *_PARTS) or _front(d)}
+        bad = {d for d in deps(view) if d in ("slang_kernel.engine.session", *_PARTS) or _front(d)}
         assert not bad, f"{view} imports {bad}"
     # the engine imports no front end (widgets, magics, the Jupyter kernel, the notebook controller)
     engine = [n for n in graph if n.startswith("slang_kernel.") and not _front(n)
@@ -358,13 +358,13 @@ def test_the_architecture_arrows_hold() -> None:
     live = {d for d in deps("slang_kernel.widgets.live_kernel") if not d.startswith("slang_kernel.widgets")}
     assert live <= {"slang_kernel", "slang_kernel.playground"}, live
     # the protocols are the views' only type of their host
-    assert "slang_kernel.protocols" in deps("slang_kernel.kernels") and "slang_kernel.protocols" in deps(
-        "slang_kernel.autodiff")
+    assert "slang_kernel.engine.protocols" in deps("slang_kernel.engine.kernels") and "slang_kernel.engine.protocols" in deps(
+        "slang_kernel.engine.autodiff")
 
 
 # The one arrow into slang_kernel.torch from the rest of the engine: a view that meets a tensor hands it over.
-_TORCH_HOOKS = {"slang_kernel.autodiff": {"slang_kernel.torch.autograd", "slang_kernel.torch.tensors"},
-                "slang_kernel.kernels": {"slang_kernel.torch.tensors"}}
+_TORCH_HOOKS = {"slang_kernel.engine.autodiff": {"slang_kernel.torch.autograd", "slang_kernel.torch.tensors"},
+                "slang_kernel.engine.kernels": {"slang_kernel.torch.tensors"}}
 
 
 def test_only_the_views_hand_tensors_to_the_torch_package() -> None:
@@ -376,7 +376,7 @@ def test_only_the_views_hand_tensors_to_the_torch_package() -> None:
         assert into <= _TORCH_HOOKS.get(name, set()), f"{name} imports {into}: only {_TORCH_HOOKS} may"
     # and the torch modules the views call never reach back into the session, its parts or the views
     for name in ("slang_kernel.torch.autograd", "slang_kernel.torch.tensors"):
-        bad = {d for d in graph[name] if d in ("slang_kernel.session", *_PARTS, *_VIEWS) or _front(d)}
+        bad = {d for d in graph[name] if d in ("slang_kernel.engine.session", *_PARTS, *_VIEWS) or _front(d)}
         assert not bad, f"{name} imports {bad}"
 
 
@@ -423,7 +423,7 @@ def test_the_engine_imports_no_view() -> None:
             continue
         into = {d for d in deps if _in(d, "slang_kernel.views")}
         assert not into, f"{name} imports the views {into}: call them through slang_kernel.hooks"
-    assert "slang_kernel.hooks" in graph["slang_kernel.session"] and "slang_kernel.hooks" in graph["slang_kernel.kernels"]
+    assert "slang_kernel.hooks" in graph["slang_kernel.engine.session"] and "slang_kernel.hooks" in graph["slang_kernel.engine.kernels"]
 
 
 # The folders' arrows of docs/architecture.md, exactly: "engine" is every other module of slang_kernel

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import slang_kernel as sk
-from slang_kernel.specialize import SpecializationError
+from slang_kernel.engine.specialize import SpecializationError
 
 TYPES = """
 interface ISpScale { float apply(float x); };

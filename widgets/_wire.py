@@ -265,7 +265,7 @@ class IRViewData(TypedDict):
     id: str
     title: str           # "module (-g)", "AFTER finalizeAutoDiffPass", "BEFORE simplifyIR", ...
     functions: list[IRFunctionData]
-    edges: list[dict[str, Any]]    # function level: call / derivative / copy (slang_kernel.views.ir.to_graph)
+    edges: list[dict[str, Any]]    # function level: call / derivative / copy (slang_kernel.views.ir_graph.to_graph)
     derivatives: list[dict[str, Any]]
     errors: list[str]
 

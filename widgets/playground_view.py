@@ -36,7 +36,7 @@ from .controls import Color, Control, Frame, Key, Mouse, Slider, Time
 from .image_view import ImageView, LiveImage
 
 if TYPE_CHECKING:
-    from slang_kernel.session import Session
+    from slang_kernel.engine.session import Session
 
 __all__ = ["PLAY", "PlaygroundImage", "PlaygroundView", "animates", "controls_for", "keep_cell_view", "playground_view", "show_cell"]
 

@@ -98,7 +98,7 @@ def replay(backend: "Backend") -> Replay:
 
 
 class FiniteScan(Protocol):
-    """"finite_scan": the NaN/Inf finder (slang_kernel.finite) scans this backend's own device objects
+    """"finite_scan": the NaN/Inf finder (slang_kernel.engine.finite) scans this backend's own device objects
     on their device, so only the verdict comes back, never the data. `scans(value)`: whether it scans
     this value there (else the finder reads it back); `first_nonfinite(value)`: (index, value,
     element count) of its first NaN/Inf, None when all of it is finite."""

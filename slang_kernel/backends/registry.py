@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Callable
 if TYPE_CHECKING:
     from . import Backend
 
-__all__ = ["BackendInfo", "DEVICE_BUFFERS", "FINITE_SCAN", "KERNEL_PATHS", "REPLAY", "SHARED_ARRAYS", "TEXTURES",
+__all__ = ["BackendInfo", "info_of", "DEVICE_BUFFERS", "FINITE_SCAN", "KERNEL_PATHS", "REPLAY", "SHARED_ARRAYS", "TEXTURES",
            "TIMING", "TYPE_CONFORMANCES", "AUTO", "backend_info", "backend_names", "capability", "choices",
            "auto_order", "infos"]
 
@@ -45,7 +45,9 @@ class BackendInfo:
     auto_rank: int
     factory: str                          # module holding `create(config: BackendConfig) -> Backend`
     probe: Callable[[], str | None]
-    host_memory: bool = False             # its buffers are host (numpy) memory: torch CPU tensors
+    host: bool = False                    # runs on this machine's CPU (no device at all)
+    torch_device: str = "cpu"             # the torch device type it takes tensors on
+    globals_by_name: bool = False         # binds globals by name: two globals of one name cannot both be filled
 
 
 # One registration line per built-in backend: the module declaring its INFO.
@@ -80,6 +82,14 @@ def auto_order() -> tuple[str, ...]:
 def backend_info(name: str) -> BackendInfo | None:
     """The info of a built-in backend, None for an unknown (or user-registered) one."""
     return infos().get(name)
+
+
+def info_of(name: str) -> BackendInfo:
+    """The info of a built-in backend; for a user-registered one, a BackendInfo with the defaults
+    (a device of its own, CPU tensors, globals bound by position)."""
+    found = backend_info(name)
+    return found if found is not None else BackendInfo(name=name, capabilities=frozenset(), targets=(),
+                                                       auto_rank=99, factory="", probe=lambda: None)
 
 
 def capability(backend: "Backend", name: str) -> bool:

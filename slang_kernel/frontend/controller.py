@@ -35,7 +35,7 @@ from ..errors import (
     PlaygroundError,
 )
 from ..playground import is_playground
-from ..session import CellResult, Session
+from ..engine.session import CellResult, Session
 
 __all__ = ["RUNTIME_ERRORS", "FrontEnd"]
 

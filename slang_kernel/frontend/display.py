@@ -17,11 +17,11 @@ from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, cast
 
-from ..cells import overloaded
+from ..engine.cells import overloaded
 from ..compiler.diagnostics import Diagnostic, SlangCompileError, render_diagnostics
 
 if TYPE_CHECKING:
-    from ..session import CellResult, Session
+    from ..engine.session import CellResult, Session
 
 __all__ = ["CODE_LANGUAGES", "LIBRARY_PACKAGES", "CellSummary", "code_display", "error_lines",
            "relabel_error", "relabel_text", "show", "summary", "traceback_lines", "warnings_text"]

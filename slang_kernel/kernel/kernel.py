@@ -41,7 +41,7 @@ from ..frontend.display import code_display, show, warnings_text
 from ..frontend import FrontEnd
 from ..lsp import replies
 from ..lsp.assist import Assistant
-from ..session import CODE_TARGETS, Session
+from ..engine.session import CODE_TARGETS, Session
 from . import completion
 from .display import SlangKernelError
 from .language import LANGUAGE_INFO

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..compiler.reflection import EntryPointInfo, TypeInfo
 from ..errors import PlaygroundError
-from ..kernels import groups_for
+from ..engine.kernels import groups_for
 from .resources import Resource, buffer_resource, sampler_resource, texture_resource
 from .values import color_default, mouse_default, slider_default, zero_default
 

@@ -46,7 +46,7 @@ from ..compiled import CompiledKernel
 from ..compiler.diagnostics import SlangCompileError
 from ..compiler.reflection import ParamInfo
 from ..errors import PlaygroundError
-from ..protocols import ProgramService
+from ..engine.protocols import ProgramService
 from .robust import webgpu_kernel
 from .attributes import INPUTS, RESOURCES, call_groups, read_resource
 from .values import Input, as_scalar, dispatch, to_rgba8, vector_scalar, zero_value
@@ -55,7 +55,7 @@ from .text import (PLAYGROUND_URL, decode_playground_link, decode_prints, is_pla
                               string_hash, string_table)
 
 if TYPE_CHECKING:
-    from ..session import Session
+    from ..engine.session import Session
 
 __all__ = [
     "PLAYGROUND_URL", "Input", "PlaygroundError", "PlaygroundProgram", "Resource", "decode_playground_link",

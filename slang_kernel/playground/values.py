@@ -12,7 +12,7 @@ from ..backends import Backend
 from ..backends.common.packing import numpy_dtype
 from ..compiled import CompiledKernel
 from ..compiler.reflection import TypeInfo
-from ..kernels import check_parameters
+from ..engine.kernels import check_parameters
 from .resources import Declaration
 
 __all__ = ["Input", "as_scalar", "dispatch", "color_default", "mouse_default", "slider_default", "zero_default", "to_rgba8", "vector_scalar", "zero_value"]

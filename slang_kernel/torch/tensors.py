@@ -17,6 +17,7 @@ from typing import Any, Iterator, Mapping
 
 import numpy as np
 
+from ..backends.registry import info_of
 from ..errors import ParameterError
 
 __all__ = ["TensorSpec", "backend_device", "is_tensor", "kernel_call", "kernel_values", "on_torch_stream",
@@ -44,7 +45,7 @@ def scalar_dtype(slang_type: str) -> "np.dtype[Any] | None":
 
 def backend_device(backend_name: str) -> str:
     """The torch device type a backend takes tensors on."""
-    return "cuda" if backend_name == "cuda" else "cpu"
+    return info_of(backend_name).torch_device
 
 
 class TensorSpec:
@@ -91,7 +92,7 @@ def to_array(t: Any, backend_name: str) -> Any:
     d = t.detach()
     if d.device.type == "cpu":
         return d.numpy()
-    if backend_name == "cuda":
+    if backend_device(backend_name) == "cuda":
         import cupy
 
         return cupy.asarray(d)

@@ -10,20 +10,18 @@ from __future__ import annotations
 from typing import Any
 
 from .. import hooks
-from .compare import compare
-from .ir import parse_ir
-from .ir_graph import to_graph
-from .profiling import profile_dispatch
-from .thread_debug import debug_dispatch
+from . import compare as _compare, ir as _ir, ir_graph as _ir_graph, profiling as _profiling
+from . import thread_debug as _thread_debug
 
 __all__: list[str] = []
 
 
-def _ir_graph(text: str, **kwargs: Any) -> dict[str, Any]:
-    return to_graph(parse_ir(text), **kwargs)
+def _graph_of(text: str, **kwargs: Any) -> dict[str, Any]:
+    return _ir_graph.to_graph(_ir.parse_ir(text), **kwargs)
 
 
-hooks.register(hooks.COMPARE, compare)
-hooks.register(hooks.IR_GRAPH, _ir_graph)
-hooks.register(hooks.DEBUG_DISPATCH, debug_dispatch)
-hooks.register(hooks.PROFILE_DISPATCH, profile_dispatch)
+# (modules imported as modules: `slang_kernel.views.compare` stays the module, not its function)
+hooks.register(hooks.COMPARE, _compare.compare)
+hooks.register(hooks.IR_GRAPH, _graph_of)
+hooks.register(hooks.DEBUG_DISPATCH, _thread_debug.debug_dispatch)
+hooks.register(hooks.PROFILE_DISPATCH, _profiling.profile_dispatch)

@@ -18,7 +18,7 @@ import numpy as np
 from ..compiler.diagnostics import SlangCompileError
 from ..backends.registry import backend_names
 from ..errors import BackendUnavailable
-from ..protocols import CompareService
+from ..engine.protocols import CompareService
 
 __all__ = ["BufferDiff", "Comparison", "compare", "ulp_difference"]
 

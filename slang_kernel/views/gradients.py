@@ -29,8 +29,8 @@ from .ir_views import (AUTODIFF_PASS, KNOWN_PASSES, IRViews, function_data, grap
                        ir_views, is_function)
 
 if TYPE_CHECKING:
-    from ..autodiff import SlangFunction
-    from ..session import Session
+    from ..engine.autodiff import SlangFunction
+    from ..engine.session import Session
 
 __all__ = [
     "AUTODIFF_PASS", "KNOWN_PASSES", "IRViews", "InputGrad", "GradientReport",

@@ -16,14 +16,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..cache import digest
-from ..cells import Cell
+from ..engine.cells import Cell
 from ..compiler.diagnostics import SlangCompileError, parse_diagnostics
 from .ir import IRFunction, IRInst, IRModule, classify_autodiff, demangle, demangle_text, parse_ir, split_dump
 from .ir_graph import back_edges, to_graph
 
 if TYPE_CHECKING:
     from ..compiler.reflection import FunctionInfo
-    from ..session import Session
+    from ..engine.session import Session
 
 __all__ = ["AUTODIFF_PASS", "KNOWN_PASSES", "IRViews", "function_data", "graph_data_from_views", "ir_graph_data",
            "ir_views", "is_function"]

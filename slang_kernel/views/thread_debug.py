@@ -38,11 +38,11 @@ import numpy as np
 
 from .. import scanner
 from ..backends import Backend
-from ..cells import Cell
+from ..engine.cells import Cell
 from ..compiled import CompiledKernel
 from ..compiler.diagnostics import SlangCompileError
 from ..errors import ParameterError
-from ..protocols import DebugService
+from ..engine.protocols import DebugService
 
 __all__ = ["DEBUG_THREAD_PARAM", "ThreadDebug", "debug_dispatch", "instrument"]
 

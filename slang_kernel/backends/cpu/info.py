@@ -17,4 +17,4 @@ def _probe() -> str | None:
 
 INFO = BackendInfo(name="cpu", capabilities=frozenset({SHARED_ARRAYS, TEXTURES, TIMING, KERNEL_PATHS}),
                    targets=("cpp",), auto_rank=2, factory="slang_kernel.backends.cpu.backend", probe=_probe,
-                   host_memory=True)
+                   host=True)

@@ -14,4 +14,4 @@ def _probe() -> str | None:
 
 
 INFO = BackendInfo(name="cuda", capabilities=frozenset({TEXTURES, TIMING, REPLAY}), targets=("cuda",), auto_rank=0,
-                   factory="slang_kernel.backends.cuda.backend", probe=_probe)
+                   factory="slang_kernel.backends.cuda.backend", probe=_probe, torch_device="cuda")

@@ -1,4 +1,4 @@
-"""The NaN/Inf finder's scan of a Vulkan device buffer, on the device (slang_kernel.finite).
+"""The NaN/Inf finder's scan of a Vulkan device buffer, on the device (slang_kernel.engine.finite).
 
 A float32 buffer's words are tested for an all-ones exponent (NaN or Inf) by a small compute kernel
 that keeps the smallest such index (InterlockedMin); a second one-thread kernel reads that element.

@@ -16,4 +16,5 @@ def _probe() -> str | None:
 
 INFO = BackendInfo(name="vulkan", capabilities=frozenset({DEVICE_BUFFERS, TEXTURES, SHARED_ARRAYS, TIMING,
                                                           TYPE_CONFORMANCES, REPLAY, FINITE_SCAN}),
-                   targets=("spirv",), auto_rank=1, factory="slang_kernel.backends.vulkan.backend", probe=_probe)
+                   targets=("spirv",), auto_rank=1, factory="slang_kernel.backends.vulkan.backend", probe=_probe,
+                   globals_by_name=True)

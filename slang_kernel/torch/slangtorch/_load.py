@@ -18,7 +18,7 @@ from ...cache import default_cache_dir, digest
 from ...compiled import CompiledKernel
 from ...compiler.diagnostics import SlangCompileError
 from ...compiler.reflection import FunctionInfo
-from ...session import Session
+from ...engine.session import Session
 from ._host_build import HostBuildError, build_host_library
 from ._layout import kernel_signatures
 from ._module import SlangTorchModule

@@ -20,18 +20,18 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from .autodiff import SlangFunction
-from .backends import Backend, BackendConfig, create_backend
-from . import hooks
-from .backends.registry import backend_names
-from .cache import DiskCache, compiler_fingerprint, digest
+from ..backends import Backend, BackendConfig, create_backend
+from .. import hooks
+from ..backends.registry import backend_names
+from ..cache import DiskCache, compiler_fingerprint, digest
 from .cell_store import CellStore
 from .cells import Cell
 from .checks import CellChecks, CellResult
 from .compile_service import MODULE_DIR, CompileService
-from .compiled import CompiledKernel
-from .compiler.client import CompilerProcess
-from .compiler.diagnostics import SlangCompileError
-from .compiler.reflection import DeclInfo
+from ..compiled import CompiledKernel
+from ..compiler.client import CompilerProcess
+from ..compiler.diagnostics import SlangCompileError
+from ..compiler.reflection import DeclInfo
 from .finite import FiniteCheck
 from .kernel_builds import KernelBuilds
 from .kernels import ComputeKernel
@@ -53,7 +53,7 @@ class Session:
     that many seconds, isolate=False runs CPU kernels in this process: lower overhead, not crash-safe;
     fast_math=True builds CPU kernels with -ffast-math: faster, no IEEE care for NaN/inf or ordering).
     check_finite=True: after every kernel call and `.bwd`, raise NonFiniteError for the first written
-    buffer (or gradient) holding a NaN/Inf (slang_kernel.finite; per call: `k(..., check_finite=True)`).
+    buffer (or gradient) holding a NaN/Inf (slang_kernel.engine.finite; per call: `k(..., check_finite=True)`).
     """
 
     def __init__(
@@ -77,7 +77,7 @@ class Session:
         self.fingerprint = digest(compiler_fingerprint(), *(p.read_bytes() for p in sorted(MODULE_DIR.glob("*.slang"))))
         self.config = BackendConfig(threads=threads, checked=checked, timeout=timeout, isolate=isolate, fast_math=fast_math,
                                     include_paths=(str(MODULE_DIR),), cache=self.cache)
-        self.finite = FiniteCheck(check_finite)   # the NaN/Inf finder (slang_kernel.finite)
+        self.finite = FiniteCheck(check_finite)   # the NaN/Inf finder (slang_kernel.engine.finite)
         self._compiler = compiler or CompilerProcess()
         self._compiler.start()
         self._replicas: dict[str, tuple[Session, tuple[Any, ...]]] = {}   # backend -> (replica, what it replays)

@@ -11,17 +11,17 @@ import dataclasses
 import re
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from . import scanner
-from .backends import Backend
-from .backends.registry import TYPE_CONFORMANCES, capability
-from .cache import digest
+from .. import scanner
+from ..backends import Backend
+from ..backends.registry import TYPE_CONFORMANCES, capability, info_of
+from ..cache import digest
 from .cell_store import CellStore
 from .cells import Cell, identifiers, visible_imports
-from .compiled import CompiledKernel, CompileRequest, Specialization, define_lines
+from ..compiled import CompiledKernel, CompileRequest, Specialization, define_lines
 from .compile_service import CompileService
-from .compiler.diagnostics import SlangCompileError, parse_diagnostics
-from .compiler.reflection import FunctionInfo
-from .errors import ParameterError
+from ..compiler.diagnostics import SlangCompileError, parse_diagnostics
+from ..compiler.reflection import FunctionInfo
+from ..errors import ParameterError
 from .finite import FiniteCheck
 from .specialize import SpecializationError, conformance_options, explain, find_entry, find_externs, interface_params
 from .specialize import specialization as specialization_of
@@ -177,7 +177,7 @@ class KernelBuilds:
         """A kernel that reads a redeclared global directly and the earlier one through an earlier
         cell's function holds two globals of one name. The CPU and CUDA backends fill both from the one
         keyword; Vulkan (sgl) binds by name and would fill one: say so instead of guessing."""
-        if self.backend.name != "vulkan" or ck.target != self.backend.target:
+        if not info_of(self.backend.name).globals_by_name or ck.target != self.backend.target:
             return
         seen: dict[str, int] = {}
         for p in ck.reflection.globals:
@@ -288,7 +288,7 @@ class KernelBuilds:
         `np.zeros(n, s.dtype("P"))`: the same fields give the same answer on every backend."""
         import numpy as np
 
-        from .backends.common.packing import element_dtype
+        from ..backends.common.packing import element_dtype
 
         name = " ".join(str(type_name).split())
         head = re.match(r"[A-Za-z_]\w*", name)

@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
-from . import hooks
-from .backends import Backend
-from .backends.registry import KERNEL_PATHS, TEXTURES, capability
-from .compiled import CompiledKernel, Specialization
+from .. import hooks
+from ..backends import Backend
+from ..backends.registry import KERNEL_PATHS, TEXTURES, capability
+from ..compiled import CompiledKernel, Specialization
 from .protocols import KernelService
 from .specialize import SpecializationError
-from .compiler.reflection import EntryPointInfo, ParamInfo
-from .errors import BoundsError, DeviceLost, KernelCrash, KernelInterrupted, KernelTimeout, OutOfRangeWarning, ParameterError
+from ..compiler.reflection import EntryPointInfo, ParamInfo
+from ..errors import BoundsError, DeviceLost, KernelCrash, KernelInterrupted, KernelTimeout, OutOfRangeWarning, ParameterError
 
 if TYPE_CHECKING:
     from .cells import Cell
@@ -104,7 +104,7 @@ class ComputeKernel:
         element for a buffer (`StructuredBuffer<P>` -> P's structured dtype, with the target's field
         offsets and padding, vector fields as subarrays), else of the value itself (a struct, an
         array, a vector). Fill a struct buffer with `np.zeros(n, k.dtype("ps"))`."""
-        from .backends.common.packing import element_dtype, numpy_dtype
+        from ..backends.common.packing import element_dtype, numpy_dtype
 
         p = next((q for q in self.params if q.name == param), None)
         if p is None:
@@ -122,7 +122,7 @@ class ComputeKernel:
     def path(self) -> str:
         """Which code path this kernel takes on the session's backend: on the CPU "simd (avx2, 8 lanes)"
         (the threads of a group run in vector lanes) or "scalar: <why>"; other backends: their name."""
-        from .backends import kernel_paths
+        from ..backends import kernel_paths
 
         backend = self.session.backend
         if not capability(backend, KERNEL_PATHS):
@@ -190,8 +190,8 @@ class ComputeKernel:
         """A zeroed texture for texture parameter `param`, height x width, of its texel type: on a
         backend that keeps textures on the device, a device texture there; elsewhere the (H, W, C)
         numpy array itself."""
-        from .backends import textures
-        from .backends.common.packing import texel_dtype
+        from ..backends import textures
+        from ..backends.common.packing import texel_dtype
 
         p = next((q for q in self.params if q.name == param), None)
         if p is None or not p.type.is_texture:
@@ -211,7 +211,7 @@ class ComputeKernel:
                  **params: Any) -> None:
         """One dispatch of the current revision. check_finite: afterwards, raise NonFiniteError for the
         first written buffer or texture holding a NaN/Inf (default: the session's check_finite;
-        slang_kernel.finite)."""
+        slang_kernel.engine.finite)."""
         last, s = self._last, self.session
         if last is not None and last[0] == s.revision and last[1] is s.backend:
             build = last[2]   # the hot path (as compiled()), inlined: one call costs a few µs
@@ -219,7 +219,7 @@ class ComputeKernel:
             build = self.compiled()
         for v in params.values():
             if type(v).__module__.startswith("torch"):   # a torch tensor: checked and viewed (slang_kernel.torch)
-                from .torch.tensors import kernel_call
+                from ..torch.tensors import kernel_call
 
                 return kernel_call(self, build, threads, groups, check_finite, params)
         self.dispatch_build(build, self.checked_groups(build, threads, groups, params), check_finite, params)

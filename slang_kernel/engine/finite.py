@@ -22,10 +22,10 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from .backends import Backend, finite_scan
-from .backends.registry import FINITE_SCAN, capability
-from .compiled import CompiledKernel
-from .compiler.reflection import ParamInfo
+from ..backends import Backend, finite_scan
+from ..backends.registry import FINITE_SCAN, capability
+from ..compiled import CompiledKernel
+from ..compiler.reflection import ParamInfo
 
 __all__ = ["FiniteCheck", "NonFiniteError", "check_gradients", "first_nonfinite", "written_params"]
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
-from .backends import Backend
+from ..backends import Backend
 from .cells import Cell
-from .compiled import CompiledKernel, CompileRequest, Specialization
-from .compiler.diagnostics import SlangCompileError
-from .compiler.reflection import FunctionInfo, ParamInfo
+from ..compiled import CompiledKernel, CompileRequest, Specialization
+from ..compiler.diagnostics import SlangCompileError
+from ..compiler.reflection import FunctionInfo, ParamInfo
 from .finite import FiniteCheck
 
 __all__ = ["CompareService", "DebugService", "Dispatchable", "FunctionService", "KernelService", "ProgramService"]

@@ -24,9 +24,9 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from . import scanner
-from .compiler.diagnostics import Diagnostic
-from .compiler.reflection import DeclInfo
+from .. import scanner
+from ..compiler.diagnostics import Diagnostic
+from ..compiler.reflection import DeclInfo
 
 __all__ = ["Cell", "Visible", "identifiers", "import_prefix", "interface_text", "module_name_for", "overloaded",
            "visible_imports"]

@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Iterable
 
 from .cells import Cell, overloaded
-from .compiled import CompiledKernel
-from .compiler.diagnostics import SlangCompileError
-from .compiler.reflection import DeclInfo, FunctionInfo
+from ..compiled import CompiledKernel
+from ..compiler.diagnostics import SlangCompileError
+from ..compiler.reflection import DeclInfo, FunctionInfo
 
 __all__ = ["CellStore"]
 

@@ -13,13 +13,13 @@ from typing import Any, Protocol, Sequence
 
 import numpy as np
 
-from . import scanner
-from .backends import Backend
-from .backends.common.packing import element_dtype
+from .. import scanner
+from ..backends import Backend
+from ..backends.common.packing import element_dtype
 from .cells import Cell
-from .compiled import CompiledKernel, CompileRequest
-from .compiler.reflection import FunctionInfo
-from .errors import ParameterError
+from ..compiled import CompiledKernel, CompileRequest
+from ..compiler.reflection import FunctionInfo
+from ..errors import ParameterError
 from .finite import check_gradients
 from .protocols import FunctionService
 
@@ -306,7 +306,7 @@ class SlangFunction:
         here): views on the backend's device, or numpy arrays where `host`."""
         if not any(_is_tensor(a) or isinstance(a, tuple) and any(map(_is_tensor, a)) for a in args):
             return args
-        from .torch.autograd import plain_args
+        from ..torch.autograd import plain_args
 
         return tuple(plain_args(self, args, grad_ok=True, host=host))
 
@@ -314,7 +314,7 @@ class SlangFunction:
         """Results as numpy arrays; with torch tensors, as tensors, in torch's autograd graph where a
         differentiable input requires grad (slang_kernel.torch.autograd)."""
         if any(_is_tensor(a) for a in args):
-            from .torch.autograd import call
+            from ..torch.autograd import call
 
             return call(self, args)
         fn = self.info(len(args), args)
@@ -342,10 +342,10 @@ class SlangFunction:
     def bwd(self, *args: Any, grad_out: Any = 1.0, check_finite: bool | None = None) -> Any:
         """Reverse mode: gradients of each differentiable input (a tuple if several), scaled by grad_out.
         check_finite (default: the session's): raise NonFiniteError naming the first input whose
-        gradient holds a NaN/Inf (slang_kernel.finite)."""
+        gradient holds a NaN/Inf (slang_kernel.engine.finite)."""
         args = self._untorch(args)
         if _is_tensor(grad_out):
-            from .torch.tensors import to_array
+            from ..torch.tensors import to_array
 
             grad_out = to_array(grad_out, self.session.backend.name)
         fn = self.info(len(args))

@@ -35,9 +35,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from . import scanner
-from .compiled import Specialization
-from .compiler.diagnostics import Diagnostic
+from .. import scanner
+from ..compiled import Specialization
+from ..compiler.diagnostics import Diagnostic
 
 __all__ = ["EntryDecl", "Extern", "GenericParam", "Specialization", "SpecializationError", "conformance_options",
            "entry_name", "explain", "find_entry", "find_externs", "interface_params", "specialization", "variant"]

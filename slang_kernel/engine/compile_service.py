@@ -14,20 +14,20 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from . import scanner
-from .backends import Backend
-from .cache import DiskCache, digest
+from .. import scanner
+from ..backends import Backend
+from ..cache import DiskCache, digest
 from .cell_store import CellStore
 from .cells import Cell, Visible, identifiers, import_prefix, visible_imports
-from .compiled import CompiledKernel, CompileRequest, ModuleSource, define_lines
-from .compiler.client import CompilerProcess
-from .compiler.diagnostics import Diagnostic, SlangCompileError, SlangCompilerCrash, parse_diagnostics
+from ..compiled import CompiledKernel, CompileRequest, ModuleSource, define_lines
+from ..compiler.client import CompilerProcess
+from ..compiler.diagnostics import Diagnostic, SlangCompileError, SlangCompilerCrash, parse_diagnostics
 
 __all__ = ["MODULE_DIR", "CompileService"]
 
 # Our own Slang modules (playground, printing, rendering: `import playground;` as in the Slang
 # Playground) are found on this search path; their text is part of every cache key.
-MODULE_DIR = Path(__file__).with_name("slang")
+MODULE_DIR = Path(__file__).resolve().parent.parent / "slang"
 _SEARCH = ("-I", str(MODULE_DIR))
 
 

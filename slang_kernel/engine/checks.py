@@ -11,12 +11,12 @@ import time
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from . import scanner
-from .cache import digest
+from .. import scanner
+from ..cache import digest
 from .cell_store import CellStore
 from .cells import Cell, Visible, identifiers, interface_text, module_name_for, own_signatures, visible_imports
 from .compile_service import CompileService
-from .compiler.diagnostics import Diagnostic, SlangCompileError, SlangCompilerCrash, parse_diagnostics
+from ..compiler.diagnostics import Diagnostic, SlangCompileError, SlangCompilerCrash, parse_diagnostics
 from .kernel_builds import KernelBuilds
 
 __all__ = ["CellChecks", "CellResult"]
