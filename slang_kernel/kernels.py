@@ -248,6 +248,10 @@ class ComputeKernel:
         from .profiling import profile_dispatch
 
         ck = self.compiled()
+        if any(type(v).__module__.startswith("torch") for v in params.values()):
+            from .torch.tensors import tensor_params   # tensors checked and viewed, as a call does
+
+            params = tensor_params(self, ck, params)
         g = groups_for(ck.entry_point, threads, groups)
         check_parameters(ck, params)
         return profile_dispatch(self.session.backend, ck, g, params)
