@@ -30,16 +30,21 @@ void td_scale(uint3 t: SV_DispatchThreadID, uniform float a, uniform RWStructure
 """
 
 
-@pytest.fixture()
-def dsession(cpu_session: sk.Session) -> sk.Session:
-    cpu_session.run_cell(FUNCS, name="torch_debug")
-    return cpu_session
+@pytest.fixture(scope="module")
+def dsession(session: sk.Session) -> sk.Session:
+    session.run_cell(FUNCS, name="torch_debug")
+    return session
+
+
+def _device(s: sk.Session) -> str:
+    return "cuda" if s.backend.name == "cuda" else "cpu"
 
 
 def test_gradient_report_takes_tensors_that_require_grad(dsession: sk.Session) -> None:
-    x = torch.tensor([1.0, 2.0], requires_grad=True)
-    y = torch.tensor([3.0, -1.0], requires_grad=True)
-    rep = gradient_report(dsession.function("td_mul"), x, y, grad_out=torch.tensor([1.0, 2.0]))
+    dev = _device(dsession)
+    x = torch.tensor([1.0, 2.0], requires_grad=True, device=dev)
+    y = torch.tensor([3.0, -1.0], requires_grad=True, device=dev)
+    rep = gradient_report(dsession.function("td_mul"), x, y, grad_out=torch.tensor([1.0, 2.0], device=dev))
     assert rep.passed and [i.name for i in rep.inputs] == ["x", "y"]
     assert rep.input("x").bwd.tolist() == [6.0, -8.0]       # 2xy * grad_out
     assert rep.input("y").bwd.tolist() == [1.0, 8.0]        # x^2 * grad_out
@@ -49,8 +54,9 @@ def test_gradient_report_takes_tensors_that_require_grad(dsession: sk.Session) -
 def test_the_gradient_flow_view_points_at_the_planted_bug(dsession: sk.Session) -> None:
     from slang_kernel.widgets import GradientFlow
 
-    x = torch.tensor([1.0, 2.0], requires_grad=True)
-    w = torch.tensor([1.0, 1.0], requires_grad=True)
+    dev = _device(dsession)
+    x = torch.tensor([1.0, 2.0], requires_grad=True, device=dev)
+    w = torch.tensor([1.0, 1.0], requires_grad=True, device=dev)
     flow = GradientFlow.check(dsession.function("td_model"), x, w)
     assert flow.flagged == ["x"]                             # w's gradient (x^3) is right
     assert flow.result.input("x").bwd.tolist() == [2.0, 8.0]                 # the bug: 2x^2
@@ -61,12 +67,13 @@ def test_the_gradient_flow_view_points_at_the_planted_bug(dsession: sk.Session) 
 def test_the_gradient_flow_view_records_a_training_loop(dsession: sk.Session) -> None:
     from slang_kernel.widgets import GradientFlow
 
+    dev = _device(dsession)
     f = dsession.function("td_mul")
-    w = torch.tensor([1.0, 2.0], requires_grad=True)
+    w = torch.tensor([1.0, 2.0], requires_grad=True, device=dev)
     flow = GradientFlow()
     for step in range(3):
         w.grad = None
-        f(torch.tensor([1.0, 1.0]) * (step + 1), w).sum().backward()    # d/dw x^2 w = x^2
+        f(torch.tensor([1.0, 1.0], device=dev) * (step + 1), w).sum().backward()    # d/dw x^2 w = x^2
         flow.record(step, {"w": w.grad})
     norms = flow.history("w")["norms"]
     assert norms == [math.sqrt(2.0), math.sqrt(32.0), math.sqrt(162.0)]
@@ -89,11 +96,12 @@ def test_the_nan_finder_stops_loss_backward_naming_the_input(open_session: Calla
 
 
 def test_a_function_profile_and_the_dispatches_of_a_training_step(dsession: sk.Session) -> None:
+    dev = _device(dsession)
     f = dsession.function("td_mul")
-    x, w = torch.tensor([1.0, 2.0]), torch.tensor([3.0, 4.0], requires_grad=True)
+    x, w = torch.tensor([1.0, 2.0], device=dev), torch.tensor([3.0, 4.0], requires_grad=True, device=dev)
     p = f.profile(x, w)
-    assert p.kernel == "td_mul.call" and p.backend == "cpu" and p.run_ms >= 0
-    assert f.profile(x, w, mode="bwd", grad_out=torch.ones(2)).kernel == "td_mul.bwd"
+    assert p.kernel == "td_mul.call" and p.backend == dsession.backend.name and p.run_ms >= 0
+    assert f.profile(x, w, mode="bwd", grad_out=torch.ones(2, device=dev)).kernel == "td_mul.bwd"
     with dispatch_times(f) as times:
         f(x, w).sum().backward()
     assert [q.kernel for q in times.profiles] == ["td_mul.call", "td_mul.bwd"]
@@ -105,8 +113,11 @@ def test_a_function_profile_and_the_dispatches_of_a_training_step(dsession: sk.S
 
 
 def test_a_kernel_profile_takes_tensors(dsession: sk.Session) -> None:
-    y = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    dev = _device(dsession)
+    y = torch.tensor([1.0, 2.0, 3.0, 4.0], device=dev)
     p = dsession.kernel("td_scale").profile(threads=4, a=2.0, y=y)
+    if dev == "cuda":
+        torch.cuda.synchronize()
     assert p.kernel == "td_scale" and y.tolist() == [2.0, 4.0, 6.0, 8.0]    # written in place, as a call does
     with pytest.raises(sk.ParameterError, match=r"parameter `y` .* takes float32 tensors; got torch.float64"):
         dsession.kernel("td_scale").profile(threads=4, a=2.0, y=y.double())
