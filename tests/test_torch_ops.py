@@ -52,6 +52,25 @@ void ko_bwd_d(uint3 t: SV_DispatchThreadID, uniform StructuredBuffer<double> x, 
     bwd_diff(ko_g)(dx, grad_y[t.x]);
     grad_x[t.x] = dx.d;
 }
+// not element-wise: one thread per row sums it (threads= and outputs= shapes given to the op)
+[shader("compute")][numthreads(4, 1, 1)]
+void ko_rows(uint3 t: SV_DispatchThreadID, uniform StructuredBuffer<float> x, uniform RWStructuredBuffer<float> y,
+             uniform uint cols)
+{
+    uint n, stride; y.GetDimensions(n, stride);
+    if (t.x >= n) return;
+    float s = 0;
+    for (uint c = 0; c < cols; c++) s += x[t.x * cols + c] * x[t.x * cols + c];
+    y[t.x] = s;
+}
+[shader("compute")][numthreads(4, 1, 1)]
+void ko_rows_bwd(uint3 t: SV_DispatchThreadID, uniform StructuredBuffer<float> x, uniform StructuredBuffer<float> grad_y,
+                 uniform RWStructuredBuffer<float> grad_x, uniform uint cols)
+{
+    uint n, stride; grad_y.GetDimensions(n, stride);
+    if (t.x >= n) return;
+    for (uint c = 0; c < cols; c++) grad_x[t.x * cols + c] = 2 * x[t.x * cols + c] * grad_y[t.x];
+}
 """
 
 
@@ -98,6 +117,17 @@ def test_gradcheck_of_a_double_kernel_pair(osession: sk.Session) -> None:
     op = KernelOp(osession.kernel("ko_fwd_d"), osession.kernel("ko_bwd_d"), inputs=("x",), outputs=("y",))
     x = torch.linspace(-1.5, 1.5, 9, dtype=torch.float64, device=dev, requires_grad=True)
     assert torch.autograd.gradcheck(lambda t: op(x=t), (x,))
+
+
+def test_an_op_that_is_not_element_wise(osession: sk.Session) -> None:
+    dev = _device(osession)
+    op = KernelOp(osession.kernel("ko_rows"), osession.kernel("ko_rows_bwd"), inputs=("x",),
+                  outputs={"y": lambda t: t["x"].shape[:1]}, threads=lambda t: t["x"].shape[0])
+    x = torch.tensor([[1.0, 2.0, 2.0], [0.0, 3.0, 4.0]], device=dev, requires_grad=True)
+    y = op(x=x, cols=3)
+    assert y.shape == (2,) and y.tolist() == [9.0, 25.0]
+    (y * torch.tensor([1.0, -1.0], device=dev)).sum().backward()
+    assert x.grad.tolist() == [[2.0, 4.0, 4.0], [0.0, -6.0, -8.0]]
 
 
 def test_bad_input_is_refused_before_launch_and_the_op_goes_on(osession: sk.Session) -> None:
