@@ -7,9 +7,9 @@ from typing import Callable
 import pytest
 
 import slang_kernel as sk
-from slang_kernel.torch.ops import KernelOp
 
 torch = pytest.importorskip("torch")
+from slang_kernel.torch.ops import KernelOp  # noqa: E402  (imports torch: after the skip where it is missing)
 
 KERNELS = """
 [Differentiable] float ko_f(float x, float w) { return w * x * x; }
