@@ -107,3 +107,22 @@ def test_check_grad_and_the_nan_finder_take_tensors(cpu_session: sk.Session) -> 
     assert [a.tolist() for a in g] == [[2.0, 9.0], [0.25, 2.25]]
     with pytest.raises(sk.NonFiniteError, match="x"):
         s.function("tg_log").bwd(torch.tensor([0.0, 1.0]), check_finite=True)
+
+
+def test_shapes_are_checked_before_launch_naming_the_parameters(cpu_session: sk.Session) -> None:
+    cpu_session.run_cell(FUNCS + "[Differentiable] float tg_v(float3 p, float s) { return dot(p, p) * s; }",
+                         name="torch_autograd")
+    f, v = cpu_session.function("tg_mul"), cpu_session.function("tg_v")
+    with pytest.raises(sk.ParameterError, match=r"tg_mul\(\): the shapes of `x` \(3,\), `y` \(4,\) do not broadcast "
+                                                r"together .* e.g. `t\[:, None\]`"):
+        f(torch.ones(3, requires_grad=True), torch.ones(4))
+    assert f(torch.ones(3)[:, None], torch.ones(4)).shape == (3, 4)       # the advice followed
+    with pytest.raises(sk.ParameterError, match=r"tg_v\(\): parameter `p` \(float3\) takes tensors whose last "
+                                                r"dimension is 3; got shape \(4, 2\)"):
+        v(torch.ones(4, 2), torch.ones(4))
+    p = torch.tensor([[1.0, 2.0, 2.0], [0.0, 3.0, 4.0]], requires_grad=True)
+    s = torch.tensor(2.0, requires_grad=True)                                  # 0-d: broadcast over the batch
+    out = v(p, s)
+    assert out.tolist() == [18.0, 50.0]
+    out.sum().backward()
+    assert p.grad.tolist() == [[4.0, 8.0, 8.0], [0.0, 12.0, 16.0]] and float(s.grad) == 9.0 + 25.0

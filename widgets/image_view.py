@@ -193,12 +193,14 @@ class ImageView(anywidget.AnyWidget):
         """The last image shown (as given)."""
         return self._image
 
-    def update(self, image: np.ndarray, *, lossy: bool = False, error: str | None = None) -> None:
+    def update(self, image: Any, *, lossy: bool = False, error: str | None = None) -> None:
         """Show a new image (one binary state message carrying frame and header).
 
         lossy: send it as JPEG where it is opaque (live loops: 25-100x fewer bytes; the browser's
         websocket receive, not the kernel, bounds the frame rate of 1 MB frames); a float image
         tone-mapped first, as the view would. error: text shown over the image (see FrameMeta)."""
+        if hasattr(image, "detach") and hasattr(image, "cpu"):   # a torch tensor a training loop updates
+            image = image.detach().cpu().numpy()
         self._seq += 1
         data, meta = _frame_payload(image, self._seq, lossy, self._tone, error)
         self._image = np.asarray(image)

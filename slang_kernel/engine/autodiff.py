@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol, Sequence
 
 import numpy as np
 
-from .. import scanner
+from .. import hooks, scanner
 from ..backends import Backend
 from ..backends.common.packing import element_dtype
 from .cells import Cell
@@ -103,6 +103,7 @@ class SlangFunction:
         self.session = session
         self.name = name
         self._last: dict[tuple[str, str, str, int], tuple[CompiledKernel, list[tuple[str, str, str]]]] = {}
+        self.timings: list[Any] | None = None   # Profile views; while a list: each dispatch profiled into it (.profile)
 
     # -- introspection ------------------------------------------------------------------------------
 
@@ -294,7 +295,11 @@ class SlangFunction:
                 values[b] = outputs[b]
         if n:
             s = self.session
-            s.backend.dispatch(ck, (math.ceil(n / GROUP), 1, 1), values)
+            if self.timings is None:
+                s.backend.dispatch(ck, (math.ceil(n / GROUP), 1, 1), values)
+            else:   # profiled: SlangFunction.profile, slang_kernel.torch.debug.dispatch_times
+                p = hooks.view(hooks.PROFILE_DISPATCH)(s.backend, ck, (math.ceil(n / GROUP), 1, 1), values)
+                self.timings.append(replace(p, kernel=f"{self.name}.{mode}"))
         return {b: a[:n].reshape(shape + elem[b][1]) for b, a in outputs.items()}
 
     def _bind_args(self, args: Sequence[Any], fn: FunctionInfo) -> dict[int, Any]:
@@ -358,6 +363,13 @@ class SlangFunction:
         if check_finite or (check_finite is None and self.session.finite.enabled):
             check_gradients(self.name, [fn.params[i][0] for i in diff], grads)
         return grads[0] if len(grads) == 1 else tuple(grads)
+
+    def profile(self, *args: Any, mode: str = "call", grad_out: Any = 1.0) -> Any:
+        """One call (mode "call") or `.bwd` (mode "bwd"), its dispatch split into bind/upload, run and
+        readback (a slang_kernel.views.profiling.Profile); arrays or tensors. A training loop: torch.debug.dispatch_times."""
+        from ..torch.debug import profile_function
+
+        return profile_function(self, args, mode, grad_out)
 
     def check_grad(self, *args: Any, eps: float = 1e-3, rtol: float = 1e-2, atol: float = 1e-3) -> GradCheck:
         """Compare .bwd with central finite differences of the primal, for scalar float inputs."""

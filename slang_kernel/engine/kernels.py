@@ -246,6 +246,10 @@ class ComputeKernel:
         timestamps on Vulkan and CUDA) and readback, in ms (a slang_kernel.views.profiling.Profile, through
         slang_kernel.hooks)."""
         ck = self.compiled()
+        if any(type(v).__module__.startswith("torch") for v in params.values()):
+            from ..torch.tensors import tensor_params   # tensors checked and viewed, as a call does
+
+            params = tensor_params(self, ck, params)
         g = groups_for(ck.entry_point, threads, groups)
         check_parameters(ck, params)
         return hooks.view(hooks.PROFILE_DISPATCH)(self.session.backend, ck, g, params)

@@ -16,6 +16,7 @@ import numpy as np
 import torch  # this module is imported only once a tensor is met
 
 from ..compiler.reflection import FunctionInfo
+from ..errors import ParameterError
 from .tensors import TensorSpec, is_tensor, on_torch_stream, to_array, to_tensor
 
 __all__ = ["SessionFunction", "call", "plain_args"]
@@ -52,13 +53,22 @@ def plain_args(function: SessionFunction, args: Sequence[Any], *, grad_ok: bool 
     where = "cpu" if host else backend
     diff = set(function.differentiable_params(fn)) if fn.differentiable else set()
     out = []
+    batches: dict[str, tuple[int, ...]] = {}
     for (i, pname, ptype), value in zip(_inputs(fn), args):
         if isinstance(value, tuple):   # .fwd's (primal, tangent)
             value = tuple(to_array(v, where) if is_tensor(v) else v for v in value)
         elif is_tensor(value):
-            TensorSpec(f"{function.name}()", pname, ptype, backend).check(value, grad_ok=grad_ok or i in diff)
+            spec = TensorSpec(f"{function.name}()", pname, ptype, backend)
+            spec.check(value, grad_ok=grad_ok or i in diff)
+            batches[pname] = spec.batch_shape(value)
             value = to_array(value, where)
         out.append(value)
+    try:
+        np.broadcast_shapes(*batches.values())
+    except ValueError:
+        raise ParameterError(f"{function.name}(): the shapes of " + ", ".join(f"`{n}` {s}" for n, s in batches.items())
+                             + " do not broadcast together (as in torch: equal, or 1, from the last dimension); "
+                             "reshape or expand them, e.g. `t[:, None]`") from None
     return out
 
 

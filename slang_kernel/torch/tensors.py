@@ -13,6 +13,7 @@ only here and in `autograd`, and only once a tensor has been met.
 from __future__ import annotations
 
 import contextlib
+import re
 from typing import Any, Iterator, Mapping
 
 import numpy as np
@@ -21,11 +22,14 @@ from ..backends.registry import info_of
 from ..errors import ParameterError
 
 __all__ = ["TensorSpec", "backend_device", "is_tensor", "kernel_call", "kernel_values", "on_torch_stream",
-           "scalar_dtype", "to_array", "to_tensor"]
+           "scalar_dtype", "tensor_params", "to_array", "to_tensor"]
 
 _SCALARS = {"float": np.float32, "double": np.float64, "half": np.float16, "int": np.int32,
             "uint": np.uint32, "int64_t": np.int64, "uint64_t": np.uint64, "int16_t": np.int16,
             "uint16_t": np.uint16, "int8_t": np.int8, "uint8_t": np.uint8, "bool": np.bool_}
+
+
+_VECTOR = re.compile(r"^(bool|int|uint|float|half|double)(\d)?(?:x(\d))?$")
 
 
 def is_tensor(value: object) -> bool:
@@ -56,6 +60,21 @@ class TensorSpec:
 
     def refuse(self, what: str, advice: str) -> ParameterError:
         return ParameterError(f"{self.where}: parameter `{self.param}` ({self.slang_type}) {what}; {advice}")
+
+    def element_shape(self) -> tuple[int, ...]:
+        """The trailing dimensions one value of the parameter's type takes (`float3` -> (3,),
+        `float2x2` -> (2, 2), a scalar or a struct -> ())."""
+        m = _VECTOR.match(self.slang_type.partition("<")[2].rstrip(">") or self.slang_type)
+        return tuple(int(d) for d in m.groups()[1:] if d) if m else ()
+
+    def batch_shape(self, t: Any) -> tuple[int, ...]:
+        """`t`'s shape less the element's own dimensions, refused where they do not match."""
+        eshape, shape = self.element_shape(), tuple(t.shape)
+        if eshape and shape[len(shape) - len(eshape):] != eshape:
+            raise self.refuse(f"takes tensors whose last dimension{'s are' if len(eshape) > 1 else ' is'} "
+                              f"{', '.join(map(str, eshape))}; got shape {shape}",
+                              f"pass a tensor of shape (..., {', '.join(map(str, eshape))})")
+        return shape[:len(shape) - len(eshape)]
 
     def check(self, t: Any, *, contiguous: bool = False, grad_ok: bool = False) -> None:
         """Device, dtype, layout and requires_grad of tensor `t`, before any launch."""
@@ -127,12 +146,16 @@ def kernel_call(kernel: Any, build: Any, threads: Any, groups: Any, check_finite
                 params: Mapping[str, Any]) -> None:
     """A ComputeKernel call (`kernel.__call__` hands over here when a parameter is a tensor): the
     tensors checked and viewed, then the one dispatch path, on torch's stream."""
-    values = kernel_values(kernel.name, params, {p.name: p.type.name for p in (*build.entry_point.uniforms,
-                                                                              *build.reflection.globals)},
-                           kernel.session.backend.name)
+    values = tensor_params(kernel, build, params)
     like = next(v for v in params.values() if is_tensor(v))
     with on_torch_stream(like):
         kernel.dispatch_build(build, kernel.checked_groups(build, threads, groups, values), check_finite, values)
+
+
+def tensor_params(kernel: Any, build: Any, params: Mapping[str, Any]) -> dict[str, Any]:
+    """`params` of a ComputeKernel with each tensor checked against `build`'s reflection and viewed."""
+    types = {p.name: p.type.name for p in (*build.entry_point.uniforms, *build.reflection.globals)}
+    return kernel_values(kernel.name, params, types, kernel.session.backend.name)
 
 
 def kernel_values(kernel_name: str, params: Mapping[str, Any], types: Mapping[str, str],

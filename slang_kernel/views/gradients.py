@@ -118,6 +118,9 @@ def gradient_report(fn: "SlangFunction", *args: Any, grad_out: Any = None, eps: 
                     rtol: float = 1e-2, atol: float = 1e-3) -> GradientReport:
     """Check every differentiable input of `fn` at `args`: bwd_diff vs central finite differences,
     per component, plus fwd_diff with one-hot tangents. Flags exactly the inputs that disagree."""
+    from ..torch.debug import host_inputs   # tensors (a training loop's parameters) as host arrays
+
+    args, grad_out = host_inputs(fn, args, grad_out)
     info = fn.info(len(args))
     if not info.differentiable:
         raise TypeError(f"{fn.name} is not [Differentiable]: mark it so to check its gradients")
@@ -253,6 +256,9 @@ def flow_values(fn: "SlangFunction", *args: Any, grad_out: Any = None, views: IR
     """Per node of ``flow_graph(fn.name)``: its value, its adjoint through the compiler's derivatives
     (``grad``), the same by finite differences of the primal (``numeric``), ``bad`` where they differ
     (see :mod:`.flow_eval`). Returns {"nodes": {node id: NodeValue.to_json()}, "note": str | None}."""
+    from ..torch.debug import host_inputs   # tensors (a training loop's parameters) as host arrays
+
+    args, grad_out = host_inputs(fn, args, grad_out)
     session = fn.session
     v = views or ir_views(session, fn.name, autodiff=False)  # type: ignore[arg-type]
     g = graph or flow_graph(session, fn.name, v)  # type: ignore[arg-type]
