@@ -1,0 +1,208 @@
+"""A slangtorch module in the notebook: its kernels shown as any kernel is (code per target, reflection,
+IR graph), and the debugging views on its launches (checked launches, the NaN finder, timings).
+
+The views that need no launch run here on the real compiler; the launch-dependent ones need CUDA and
+skip, saying so, without it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import slang_kernel.slangtorch as slangtorch
+from slang_kernel.errors import BoundsError
+from slang_kernel.finite import NonFiniteError
+from slang_kernel.torch.slangtorch import Loader, debug_launches, module_views
+from slang_kernel.torch.slangtorch._debug import DispatchLog, checked_code, first_nonfinite, tensors_of
+from slang_kernel.torch.slangtorch._notebook import function_text
+from slang_kernel.views.profiling import Profile
+
+torch = pytest.importorskip("torch")
+
+DATA = Path(__file__).parent / "data" / "slang_torch"
+BEZIER = Path(__file__).parent.parent / "notebooks" / "bezier.slang"
+NO_CUDA = "torch has no CUDA device here (CPU-only torch or no GPU): launches need one"
+
+
+@pytest.fixture(scope="module")
+def loader(tmp_path_factory: pytest.TempPathFactory) -> Loader:
+    return Loader(cache_dir=tmp_path_factory.mktemp("slangtorch-views-cache"))
+
+
+@pytest.fixture(scope="module")
+def square(loader: Loader) -> slangtorch.SlangTorchModule:
+    return slangtorch.loadModule(DATA / "autobind-square-diff.slang", loader=loader)
+
+
+def test_a_kernel_shows_its_cuda_per_launch_and_its_host_code(square: slangtorch.SlangTorchModule) -> None:
+    v = module_views(square)
+    assert v.kernels == ("square",)
+    cuda = v.code("square")
+    # the kernel m.square(...) launches, and those m.square.fwd / .bwd launch, each once, in full
+    for symbol in ("__kernel__square", "__kernel__square_fwd_diff", "__kernel__square_bwd_diff"):
+        assert len(re.findall(rf"__global__ void {symbol}\(", cuda)) == 1
+    assert cuda.count("{") == cuda.count("}")
+    host = v.code("square", "torch-binding")
+    assert re.search(r"\bvoid square\(", host) and "cudaLaunchKernel" in host
+    assert "struct TensorView" not in v.code(target="cuda")   # the module's code after Slang's prelude
+    with pytest.raises(ValueError, match="cuda, torch-binding; not 'hlsl'"):
+        v.code("square", "hlsl")
+    with pytest.raises(KeyError, match="its kernels: square"):
+        v.code("cube")
+
+
+def test_reflection_gives_slang_types_the_packed_c_layout_and_the_symbols(square: slangtorch.SlangTorchModule) -> None:
+    r = module_views(square).reflection()
+    k = r["kernels"]["square"]
+    assert k["differentiable"] and k["symbols"] == {"launch": "__kernel__square", "fwd": "__kernel__square_fwd_diff",
+                                                    "bwd": "__kernel__square_bwd_diff"}
+    assert [p["name"] for p in k["params"]] == ["input", "output"]
+    # a DiffTensorView is two 56-byte TensorViews (primal, gradient) as the kernel receives it
+    assert all(p["type"].startswith("DiffTensorView") and p["size"] == 112 for p in k["params"])
+    assert r["torch_entry_points"] == []
+
+
+def test_torch_entry_points_and_struct_types_are_listed(loader: Loader) -> None:
+    m = slangtorch.loadModule(DATA / "smoke.slang", loader=loader)
+    v = module_views(m)
+    assert v.reflection()["torch_entry_points"] == ["runCompute"]
+    assert "function runCompute (host code)" in v.text()
+    assert "__global__ void myKernel(" in v.code("myKernel")
+
+
+def test_the_module_displays_in_a_notebook_as_a_cell_does(square: slangtorch.SlangTorchModule) -> None:
+    bundle = square._repr_mimebundle_()
+    assert "kernel   [Differentiable] void square(" in bundle["text/plain"]
+    assert "input: DiffTensorView<float, AtomicAdd> -> DiffTensorView (112 bytes)" in bundle["text/plain"]
+    html = bundle["text/html"]
+    assert "<summary>cuda</summary>" in html and "<summary>torch-binding</summary>" in html
+    assert "__global__ void __kernel__square_bwd_diff(" in html
+
+
+def test_ir_and_ir_graph_with_the_kernels_derivatives(square: slangtorch.SlangTorchModule) -> None:
+    v = module_views(square)
+    assert re.search(r"func %square\b", v.ir())
+    data = v.ir_graph_data("square")
+    titles = [view["title"] for view in data["views"]]
+    assert titles == ["module (-g)", "AFTER finalizeAutoDiffPass"]
+    after = data["views"][1]["functions"]
+    roles = {f["role"] for f in after if f["primal"] == "square"}
+    assert {"forward", "backward_propagate"} <= roles
+    # cut to the module's own functions: no prelude/library function left in the derivative view
+    assert all(f["name"] == "square" or f["primal"] == "square" for f in after)
+    first = data["related"][0]
+    assert first[0] == "module" and any(f["id"] == first[1] and f["name"] == "square"
+                                        for f in data["views"][0]["functions"])
+    # instructions point at the .slang file's lines (the multiply is on line 11)
+    square_fn = next(f for f in data["views"][0]["functions"] if f["name"] == "square")
+    assert 11 in {i["loc"][0] for b in square_fn["blocks"] for i in b["insts"] if i["loc"]}
+
+    from slang_kernel.widgets import IRGraph
+
+    widget = v.ir_graph("square")
+    assert isinstance(widget, IRGraph) and widget.columns == "derivatives"
+    assert "square" in widget.to_html()
+
+
+def test_the_bezier_example_module_shows_without_a_gpu(loader: Loader) -> None:
+    m = slangtorch.loadModule(str(BEZIER), defines={"NUM_CTRL_PTS": 20, "DIM": 2}, loader=loader)
+    v = module_views(m)
+    assert v.kernels == ("bezier2D", "bezier2DSDF", "compute_coeffs")
+    assert "__global__ void __kernel__bezier2D_bwd_diff(" in v.code("bezier2D")
+    data = v.ir_graph_data("bezier2D")
+    assert any(f["primal"] == "bezier2D" and f["role"] == "backward_propagate" for f in data["views"][1]["functions"])
+
+
+def test_function_text_skips_declarations() -> None:
+    code = "void f(int a);\nint g() { return 1; }\nvoid f(int a)\n{\n    if (a) { g(); }\n}\n"
+    assert function_text(code, "f") == "void f(int a)\n{\n    if (a) { g(); }\n}"
+    assert function_text(code, "h") == ""
+
+
+def test_checked_build_checks_every_tensor_view_access(square: slangtorch.SlangTorchModule) -> None:
+    code = checked_code(square.code)
+    struct = re.search(r"\nstruct TensorView\s*\n\{.*?\n\};", code, re.DOTALL)
+    assert struct is not None
+    accesses = len(re.findall(r"reinterpret_cast<T\s*\*>\(\s*data \+", square.code))
+    assert accesses >= 10   # data_ptr_at, load and store in 1-5 dimensions
+    assert struct.group(0).count("sk_tv_checked<T>(data, strides, sizes, dimensionCount, data +") == accesses
+    assert not re.search(r"reinterpret_cast<T\s*\*>\(\s*data \+", struct.group(0))
+    assert code.index("sk_bounds_report") < code.index("sk_tv_checked") < struct.start()
+    assert code.endswith(square.code[-2000:])   # the kernels themselves untouched
+    with pytest.raises(ValueError, match="no `struct TensorView`"):
+        checked_code("__global__ void k() {}")
+
+
+def test_the_nan_finder_names_tensors_of_pairs_and_structs() -> None:
+    x, gx, y = torch.zeros(3), torch.zeros(3), torch.zeros(2, 2)
+    point = slangtorch.SlangTorchModule.DiffTensorView(x, gx)
+    args = [("input", point), ("output", (y, (gx,))), ("s", {"a": x, "n": 3})]
+    assert [label for label, _ in (lt for n, v in args for lt in tensors_of(n, v))] == \
+        ["input", "input.grad", "output", "output.grad", "s.a"]
+    y[1, 0] = float("nan")
+    assert first_nonfinite(y)[0] == (1, 0) and first_nonfinite(x) is None
+    assert first_nonfinite(torch.tensor([1.0, -float("inf")])) == ((1,), -float("inf"))
+    assert first_nonfinite(torch.tensor([1, 2])) is None
+
+
+def test_debug_launches_and_the_timings_table(square: slangtorch.SlangTorchModule) -> None:
+    d = debug_launches(square, check_finite=True, timings=True)
+    try:
+        assert square.debug is d and d.active and not d.checked
+        log = DispatchLog()
+        for run in (0.5, 1.5):
+            log.profiles.append(Profile("square", "cuda (slangtorch)", float("nan"), run, float("nan"), True, run,
+                                        (1, 1, 1)))
+        log.count("square")
+        assert log.summary() == [("square", 2, 1.0, 0.5, 1.5)]
+        assert "square: 2 timed, mean 1.000 ms" in repr(log) and "<td>1.000</td>" in log._repr_html_()
+    finally:
+        debug_launches(square)
+    assert square.debug is not None and not square.debug.active
+
+
+# -- launches: CUDA only -------------------------------------------------------------------------------
+
+def _cuda() -> None:
+    if not torch.cuda.is_available():
+        pytest.skip(NO_CUDA)
+
+
+@pytest.mark.cuda
+def test_checked_launch_finds_the_bezier_examples_off_by_one(loader: Loader) -> None:
+    """bezier2D returns early only for `tIdx.x > t.size(0)`: thread t.size(0) reads and writes one past the end."""
+    _cuda()
+    m = slangtorch.loadModule(str(BEZIER), defines={"NUM_CTRL_PTS": 20, "DIM": 2}, loader=loader)
+    t = torch.linspace(0.0, 1, 100, device="cuda")
+    ctrl = torch.rand(20, 2, device="cuda")
+    out = torch.zeros(100, 2, device="cuda")
+    debug_launches(m, checked=True)
+    try:
+        with pytest.raises(BoundsError) as info:
+            m.bezier2D(t=t, control_pts=ctrl, output=out).launchRaw(blockSize=(1, 1, 1), gridSize=(1024, 1, 1))
+        assert info.value.buffer in ("t", "output") and info.value.thread == (100, 0, 0)
+        torch.cuda.synchronize()   # the context survived
+    finally:
+        debug_launches(m)
+
+
+@pytest.mark.cuda
+def test_nan_finder_and_timings_on_launches(loader: Loader) -> None:
+    _cuda()
+    m = slangtorch.loadModule(DATA / "autobind-square-diff.slang", loader=loader)
+    x = torch.tensor([1.0, float("inf"), 3.0], device="cuda")
+    y = torch.zeros(3, device="cuda")
+    d = debug_launches(m, check_finite=True, timings=True)
+    try:
+        with pytest.raises(NonFiniteError, match=r"`output` at index 1.*Already non-finite before this launch.*input"):
+            m.square(input=(x, torch.zeros_like(x)), output=(y, torch.zeros_like(y))).launchRaw(
+                blockSize=(32, 1, 1), gridSize=(1, 1, 1))
+        x[1] = 2.0
+        m.square(input=(x, torch.zeros_like(x)), output=(y, torch.zeros_like(y))).launchRaw(
+            blockSize=(32, 1, 1), gridSize=(1, 1, 1))
+        assert y.tolist() == [1.0, 4.0, 9.0]
+        assert d.log.launches == 2 and len(d.log.profiles) == 2 and d.log.profiles[-1].run_ms >= 0
+    finally:
+        debug_launches(m)
