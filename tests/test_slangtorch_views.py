@@ -15,9 +15,8 @@ import slang_kernel.slangtorch as slangtorch
 from slang_kernel.errors import BoundsError
 from slang_kernel.finite import NonFiniteError
 from slang_kernel.torch.slangtorch import Loader, debug_launches, module_views
-from slang_kernel.torch.slangtorch._debug import DispatchLog, checked_code, first_nonfinite, tensors_of
+from slang_kernel.torch.slangtorch._debug import DispatchLog, LaunchTiming, checked_code, first_nonfinite, tensors_of
 from slang_kernel.torch.slangtorch._notebook import function_text
-from slang_kernel.views.profiling import Profile
 
 torch = pytest.importorskip("torch")
 
@@ -64,6 +63,15 @@ def test_reflection_gives_slang_types_the_packed_c_layout_and_the_symbols(square
     assert r["torch_entry_points"] == []
 
 
+def test_struct_parameters_are_reflected_with_their_fields(loader: Loader) -> None:
+    m = slangtorch.loadModule(DATA / "autobind-multiply-struct.slang", loader=loader)
+    r = module_views(m).reflection()
+    assert r["structs"] == {"Foo": ["A", "B"]}
+    foo, result = r["kernels"]["multiply"]["params"]
+    assert (foo["name"], foo["type"], foo["kind"], foo["c_type"], foo["size"]) == ("foo", "Foo", "struct", "Foo", 112)
+    assert (result["kind"], result["size"]) == ("tensor", 56)
+
+
 def test_torch_entry_points_and_struct_types_are_listed(loader: Loader) -> None:
     m = slangtorch.loadModule(DATA / "smoke.slang", loader=loader)
     v = module_views(m)
@@ -83,7 +91,8 @@ def test_the_module_displays_in_a_notebook_as_a_cell_does(square: slangtorch.Sla
 
 def test_ir_and_ir_graph_with_the_kernels_derivatives(square: slangtorch.SlangTorchModule) -> None:
     v = module_views(square)
-    assert re.search(r"func %square\b", v.ir())
+    ir = v.ir()
+    assert re.search(r"func %square\b", ir.module_ir) and ir.dump == "" and "square" in ir.functions
     data = v.ir_graph_data("square")
     titles = [view["title"] for view in data["views"]]
     assert titles == ["module (-g)", "AFTER finalizeAutoDiffPass"]
@@ -95,6 +104,7 @@ def test_ir_and_ir_graph_with_the_kernels_derivatives(square: slangtorch.SlangTo
     first = data["related"][0]
     assert first[0] == "module" and any(f["id"] == first[1] and f["name"] == "square"
                                         for f in data["views"][0]["functions"])
+    assert len(data["related"]) > 1   # the kernel, then its derivatives beside it
     # instructions point at the .slang file's lines (the multiply is on line 11)
     square_fn = next(f for f in data["views"][0]["functions"] if f["name"] == "square")
     assert 11 in {i["loc"][0] for b in square_fn["blocks"] for i in b["insts"] if i["loc"]}
@@ -104,9 +114,9 @@ def test_the_ir_graph_widget_opens_on_the_kernel_beside_its_derivatives(square: 
     pytest.importorskip("anywidget", reason="the widgets need anywidget (not on the GPU machine)")
     from slang_kernel.widgets import IRGraph
 
-    widget = module_views(square).ir_graph("square")
-    assert isinstance(widget, IRGraph) and widget.columns == "derivatives"
-    assert "square" in widget.to_html()
+    widget = IRGraph(module_views(square).ir_graph_data("square"), columns="derivatives")
+    assert widget.function and "square" in widget.to_html()
+    assert "s_bwdProp_square" in widget.to_html().replace("x5F", "_") or "bwd_diff(square)" in widget.to_html()
 
 
 def test_the_bezier_example_module_shows_without_a_gpu(loader: Loader) -> None:
@@ -138,6 +148,56 @@ def test_checked_build_checks_every_tensor_view_access(square: slangtorch.SlangT
         checked_code("__global__ void k() {}")
 
 
+_HOST_SHIM = r"""
+#include <cstdint>
+#include <cstdio>
+#define __device__
+typedef unsigned int uint;
+struct uint2 { uint x, y; }; struct uint3 { uint x, y, z; }; struct uint4 { uint x, y, z, w; };
+static const int kSlangTorchTensorMaxDim = 5;
+static unsigned char sk_scratch[64];
+static unsigned long long last_index = ~0ull, last_size = 0;
+static const void* last_data = nullptr;
+void* sk_oob_slot(unsigned long long, unsigned long long index, unsigned long long size, const void* data)
+{ last_index = index; last_size = size; last_data = data; return sk_scratch; }
+"""
+_HOST_MAIN = r"""
+int main() {
+    float a[6] = {0, 1, 2, 3, 4, 5};
+    TensorView t{}; t.data = (uint8_t*)a; t.dimensionCount = 2; t.sizes[0] = 3; t.sizes[1] = 2;
+    t.strides[0] = 8; t.strides[1] = 4;
+    printf("%g %d\n", t.load<float>(2, 1), last_data == nullptr);
+    t.load<float>(3, 0);
+    printf("%llu %llu %d\n", last_index, last_size, last_data == a);
+    t.store<float>(uint2{3, 1}, 7.0f);
+    printf("%llu %g\n", last_index, a[5]);
+    return 0;
+}
+"""
+
+
+def test_the_checked_tensor_view_runs_as_host_code(square: slangtorch.SlangTorchModule, tmp_path: Path) -> None:
+    """The patched TensorView of the checked build, compiled by g++ with `__device__` defined away and
+    sk_oob_slot recording what it is given: in-range accesses read memory, out-of-range ones the scratch."""
+    import shutil
+    import subprocess
+
+    if shutil.which("g++") is None:
+        pytest.skip("needs g++ (the CPU backend's compiler)")
+    from slang_kernel.torch.slangtorch._debug import _HELPER
+
+    struct = re.search(r"\nstruct TensorView\s*\n\{.*?\n\};", checked_code(square.code), re.DOTALL)
+    assert struct is not None
+    (tmp_path / "tv.cpp").write_text(_HOST_SHIM + _HELPER + struct.group(0) + _HOST_MAIN)
+    build = subprocess.run(["g++", "-std=c++17", "-o", str(tmp_path / "tv"), str(tmp_path / "tv.cpp")],
+                           capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr[-2000:]
+    got = subprocess.run([str(tmp_path / "tv")], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert got == ["5 1",      # t[2, 1] in range: read, nothing recorded
+                   "6 6 1",    # t[3, 0]: element 6 of 6, of this tensor's data
+                   "7 5"]      # a store to t[3, 1] went to scratch: the tensor is untouched
+
+
 def test_the_nan_finder_names_tensors_of_pairs_and_structs() -> None:
     x, gx, y = torch.zeros(3), torch.zeros(3), torch.zeros(2, 2)
     point = slangtorch.SlangTorchModule.DiffTensorView(x, gx)
@@ -156,8 +216,7 @@ def test_debug_launches_and_the_timings_table(square: slangtorch.SlangTorchModul
         assert square.debug is d and d.active and not d.checked
         log = DispatchLog()
         for run in (0.5, 1.5):
-            log.profiles.append(Profile("square", "cuda (slangtorch)", float("nan"), run, float("nan"), True, run,
-                                        (1, 1, 1)))
+            log.profiles.append(LaunchTiming("square", "__kernel__square", (1, 1, 1), (32, 1, 1), run, run + 0.1))
         log.count("square")
         assert log.summary() == [("square", 2, 1.0, 0.5, 1.5)]
         assert "square: 2 timed, mean 1.000 ms" in repr(log) and "<td>1.000</td>" in log._repr_html_()

@@ -14,6 +14,7 @@ from .compare import compare
 from .ir import parse_ir
 from .ir_graph import to_graph
 from .profiling import profile_dispatch
+from .slangtorch import module_graph_data
 from .thread_debug import debug_dispatch
 
 __all__: list[str] = []
@@ -27,3 +28,4 @@ hooks.register(hooks.COMPARE, compare)
 hooks.register(hooks.IR_GRAPH, _ir_graph)
 hooks.register(hooks.DEBUG_DISPATCH, debug_dispatch)
 hooks.register(hooks.PROFILE_DISPATCH, profile_dispatch)
+hooks.register(hooks.SLANGTORCH_IR_GRAPH, module_graph_data)

@@ -8,7 +8,7 @@
   before and after each launch; the first that turned non-finite in the launch raises NonFiniteError
   with the launch's number, naming the tensors that were non-finite already (made by PyTorch).
 * timings=True: CUDA events around each launch on torch's current stream; `m.debug.log` holds one
-  Profile (slang_kernel.views.profiling) per launch and shows them as a table.
+  LaunchTiming per launch and shows them per kernel as a table (as `k.profile()` times a cell's kernel).
 
 Slang kernels are launched by `launchRaw`, so all of this costs nothing when it is off.
 """
@@ -16,36 +16,66 @@ Slang kernels are launched by `launchRaw`, so all of this costs nothing when it 
 from __future__ import annotations
 
 import html
-import math
 import re
 import struct
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Protocol
 
-from ...backends.cuda.backend import CHECKED_PRELUDE
 from ...errors import BoundsError
 from ...finite import NonFiniteError
-from ...views.profiling import Profile
 
-if TYPE_CHECKING:
-    from ._module import SlangTorchModule
 
-__all__ = ["DispatchLog", "LaunchDebug", "checked_code", "debug_launches", "first_nonfinite",
+
+class Launchable(Protocol):
+    """What run_launch uses of a SlangTorchModule (_module imports this module, not the reverse)."""
+
+    name: str
+    code: str
+    debug: "LaunchDebug | None"
+
+    def function(self, symbol: str) -> Any: ...
+    def build_options(self) -> tuple[str, ...]: ...
+    def kernel_symbols(self) -> list[str]: ...
+    def stream(self) -> int: ...
+    def sync(self, stream: int) -> None: ...
+
+__all__ = ["DispatchLog", "LaunchDebug", "LaunchTiming", "checked_code", "debug_launches", "first_nonfinite",
            "run_launch", "tensors_of"]
 
 _TENSOR_VIEW = re.compile(r"\nstruct TensorView\s*\n\{.*?\n\};", re.DOTALL)
 _ACCESS = re.compile(r"reinterpret_cast<T\s*\*>\(\s*data \+")
 _CHECK = "sk_tv_checked<T>(data, strides, sizes, dimensionCount, data +"
+# The first out-of-range access of a launch, as the CUDA backend's checked prelude reports it
+# (backends/cuda/cuda_prelude.h: the same struct, read back by _raise_bounds).
+_REPORT_PRELUDE = """// slang-kernel checked slangtorch launch (slang_kernel.torch.slangtorch._debug)
+struct SkBoundsReport { unsigned long long count, index, size, data, thread[3]; };
+extern "C" __device__ SkBoundsReport sk_bounds_report;  // zeroed by the host before each launch
+__device__ __align__(64) unsigned char sk_scratch[1 << 16];
+
+__device__ inline void* sk_oob_slot(unsigned long long bytes, unsigned long long index, unsigned long long count,
+                                   const void* data)
+{
+    if (atomicAdd(&sk_bounds_report.count, 1ULL) == 0ULL) {
+        sk_bounds_report.index = index;
+        sk_bounds_report.size = count;
+        sk_bounds_report.data = (unsigned long long)data;
+        sk_bounds_report.thread[0] = blockIdx.x * blockDim.x + threadIdx.x;
+        sk_bounds_report.thread[1] = blockIdx.y * blockDim.y + threadIdx.y;
+        sk_bounds_report.thread[2] = blockIdx.z * blockDim.z + threadIdx.z;
+    }
+    return sk_scratch;
+}
+"""
 _HELPER = """
-// slang-kernel checked launches: a TensorView access outside the tensor's extent is recorded and sent
-// to scratch memory (sk_oob_slot, above) instead of faulting; `index` is the element offset.
+// A TensorView access outside the tensor's extent is recorded and sent to scratch memory (sk_oob_slot)
+// instead of faulting; `index` is the element offset.
 template<typename T>
-__device__ inline T* sk_tv_checked(uint8_t* data, const uint32_t* strides, const uint32_t* sizes, uint32_t dims,
-                                   uint8_t* p)
+__device__ inline T* sk_tv_checked(unsigned char* data, const unsigned int* strides, const unsigned int* sizes,
+                                   unsigned int dims, unsigned char* p)
 {
     unsigned long long extent = sizeof(T);
-    for (uint32_t i = 0; i < dims; ++i)
+    for (unsigned int i = 0; i < dims; ++i)
     {
         if (sizes[i] == 0) { extent = 0; break; }
         extent += (unsigned long long)(sizes[i] - 1) * strides[i];
@@ -68,7 +98,7 @@ def checked_code(code: str) -> str:
     if n == 0:
         raise ValueError("checked launches: Slang's TensorView in this compiler reads memory in a form this "
                          "version does not know; run without checked=True")
-    return CHECKED_PRELUDE.read_text() + code[:m.start()] + "\n" + _HELPER + struct_text + code[m.end():]
+    return _REPORT_PRELUDE + _HELPER + code[:m.start()] + struct_text + code[m.end():]
 
 
 def tensors_of(name: str, value: Any) -> Iterator[tuple[str, Any]]:
@@ -107,13 +137,29 @@ def first_nonfinite(tensor: Any) -> tuple[tuple[int, ...], float] | None:
     return index, float(t.reshape(-1)[flat])
 
 
+@dataclass(frozen=True)
+class LaunchTiming:
+    """One timed launch: its run time on the GPU (CUDA events) and the wall clock of the whole call."""
+
+    kernel: str
+    symbol: str
+    grid: tuple[int, ...]
+    block: tuple[int, ...]
+    run_ms: float
+    total_ms: float
+
+    def __str__(self) -> str:
+        return (f"{self.symbol} grid {self.grid} block {self.block}: run {self.run_ms:.3f} ms on the GPU "
+                f"(CUDA events on torch's current stream), {self.total_ms:.3f} ms in all")
+
+
 class DispatchLog:
     """The launches of a debugged module: counts per kernel, and one Profile per timed launch."""
 
     def __init__(self) -> None:
         self.launches = 0
         self.calls: dict[str, int] = {}
-        self.profiles: list[Profile] = []
+        self.profiles: list[LaunchTiming] = []
         self.checked_functions: dict[str, Any] = {}
         self.checked_module: Any = None
 
@@ -155,14 +201,14 @@ class LaunchDebug:
         return self.checked or self.check_finite or self.timings
 
 
-def debug_launches(module: "SlangTorchModule", *, checked: bool = False, check_finite: bool = False,
+def debug_launches(module: Launchable, *, checked: bool = False, check_finite: bool = False,
                    timings: bool = False) -> LaunchDebug:
     """Turn the debugging views on (or, with no flags, off) for every launch of `module`'s kernels."""
     module.debug = LaunchDebug(checked, check_finite, timings)
     return module.debug
 
 
-def run_launch(module: "SlangTorchModule", kernel: str, symbol: str, args: list[tuple[str, Any]],
+def run_launch(module: Launchable, kernel: str, symbol: str, args: list[tuple[str, Any]],
                grid: tuple[int, ...], block: tuple[int, ...],
                launch: Callable[[Any], None]) -> None:
     """One launch under the module's LaunchDebug; `launch(fn)` launches CUDA function `fn` (the
@@ -187,9 +233,8 @@ def run_launch(module: "SlangTorchModule", kernel: str, symbol: str, args: list[
         end.record(ext)
         end.synchronize()
         run = cupy.cuda.get_elapsed_time(start, end)
-        debug.log.profiles.append(Profile(kernel, "cuda (slangtorch)", math.nan, run, math.nan, True,
-                                          (time.perf_counter() - t0) * 1000, (grid[0], grid[1], grid[2]),
-                                          f"{symbol}, block {block}: CUDA events on torch's current stream"))
+        debug.log.profiles.append(LaunchTiming(kernel, symbol, tuple(grid), tuple(block), float(run),
+                                               (time.perf_counter() - t0) * 1000))
     else:
         launch(fn)
     if report is not None:
@@ -206,13 +251,13 @@ def run_launch(module: "SlangTorchModule", kernel: str, symbol: str, args: list[
                 raise error
 
 
-def _checked_function(module: "SlangTorchModule", symbol: str) -> Any:
+def _checked_function(module: Launchable, symbol: str) -> Any:
     import cupy
 
     log = module.debug.log if module.debug is not None else DispatchLog()
-    if log.checked_module is None:
-        log.checked_module = cupy.RawModule(code=checked_code(module.code), options=module.nvrtc_options,
-                                            name_expressions=list(module.__dict__["_signatures"]))
+    if log.checked_module is None:   # built as the module's own CUDA is (SlangTorchModule.function)
+        log.checked_module = cupy.RawModule(code=checked_code(module.code), options=module.build_options(),
+                                            name_expressions=module.kernel_symbols())
     fn = log.checked_functions.get(symbol)
     if fn is None:
         raw = log.checked_module.get_function(symbol)

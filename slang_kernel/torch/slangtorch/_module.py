@@ -25,7 +25,6 @@ from ._views import tensor_view
 
 if TYPE_CHECKING:
     from ._debug import LaunchDebug
-    from ._load import ModuleOrigin
 
 __all__ = ["BoundKernel", "HostFunction", "KernelHandle", "SlangTorchModule"]
 
@@ -114,7 +113,7 @@ class SlangTorchModule:
     """What `loadModule` returns: kernels and struct types (namedtuples) by name; `DiffTensorView(value, grad)`."""
 
     DiffTensorView = namedtuple("DiffTensorView", ["value", "grad"])
-    origin: "ModuleOrigin | None" = None   # set by the loader: what its views compile again
+    origin: Any = None   # _load.ModuleOrigin, set by the loader (_load imports this module): what views compile again
     debug: "LaunchDebug | None" = None     # checked launches, the NaN finder, timings (_debug.debug_launches)
 
     def __init__(self, name: str, code: str, functions: Mapping[str, FunctionInfo], nvrtc_options: Sequence[str],
@@ -145,6 +144,10 @@ class SlangTorchModule:
         """The [TorchEntryPoint] functions (host code), called as `m.name(...)`."""
         return tuple(self._host)
 
+    def kernel_symbols(self) -> list[str]:
+        """Every `__global__` function of the module's CUDA code."""
+        return list(self._signatures)
+
     def has_symbol(self, symbol: str) -> bool:
         return symbol in self._signatures
 
@@ -169,15 +172,21 @@ class SlangTorchModule:
         for symbol in self._signatures:
             self.function(symbol)
 
+    def build_options(self) -> tuple[str, ...]:
+        """NVRTC's options for this module's code (and its checked build, _debug)."""
+        import cupy
+
+        options = self.nvrtc_options
+        if uses_half(body(self.code)):   # Slang's prelude includes cuda_fp16.h only when asked
+            options += half_options(cupy, self.name, self.name)
+        return options
+
     def function(self, symbol: str) -> Any:
         """The CUDA function, built by NVRTC on first use (CuPy caches the binary on disk)."""
         import cupy
 
         if self._cuda_module is None:
-            options = self.nvrtc_options
-            if uses_half(body(self.code)):   # Slang's prelude includes cuda_fp16.h only when asked
-                options += half_options(cupy, self.name, self.name)
-            self._cuda_module = cupy.RawModule(code=self.code, options=options,
+            self._cuda_module = cupy.RawModule(code=self.code, options=self.build_options(),
                                                name_expressions=list(self._signatures))
         fn = self._functions.get(symbol)
         if fn is None:

@@ -1,8 +1,9 @@
 """What a notebook shows of a loaded slangtorch module, as it shows a `%%slang` cell's kernels: each
 kernel's code per target (the CUDA `__global__` functions of its launch, forward and backward; the
 host C++ Slang generates for torch), its reflection (Slang parameters, the C layout each is packed
-into, the symbols launched) and the module's IR as the IRGraph widget, with the derivative IR of the
-kernels' fwd/bwd when asked.
+into, the symbols launched) and the module's IR, with the derivative IR of the kernels' fwd/bwd, as
+data for the IRGraph widget (drawn by slang_kernel.views.slangtorch, reached through hooks: the torch
+package imports no view or widget).
 
 Nothing here needs a GPU: the code and layouts are what `loadModule` already built, and the IR is
 compiled again from the module's origin (its source, defines, search path and options).
@@ -13,23 +14,22 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Protocol
 
+from ... import hooks
 from ...backends.common.generated import body
 from ...compiler.diagnostics import SlangCompileError, parse_diagnostics
-from ...views.ir import classify_autodiff, split_dump
-from ...views.ir_views import AUTODIFF_PASS, IRViews, graph_data_from_views
 from ._layout import CType, slang_name
 
 if TYPE_CHECKING:
     from ...session import Session
-    from ._module import SlangTorchModule
 
-__all__ = ["CODE_TARGETS", "KernelReflection", "ModuleViews", "ParamReflection", "function_text", "module_views"]
+__all__ = ["AUTODIFF_PASS", "CODE_TARGETS", "KernelReflection", "ModuleIR", "ModuleViews", "ParamReflection",
+           "function_text", "module_views"]
 
 #: The targets a slangtorch kernel has code for: its CUDA kernels, and Slang's torch host binding.
 CODE_TARGETS = ("cuda", "torch-binding")
-_LANGUAGE = {"cuda": "cuda", "torch-binding": "cpp"}
+AUTODIFF_PASS = "finalizeAutoDiffPass"   # the pass after which the IR holds the generated derivatives
 
 
 def function_text(code: str, symbol: str) -> str:
@@ -80,6 +80,36 @@ class KernelReflection:
                 "symbols": dict(self.symbols), "params": [p.to_json() for p in self.params]}
 
 
+@dataclass(frozen=True)
+class ModuleIR:
+    """A module's IR as the compiler gave it, for the IR graph view (slang_kernel.views.slangtorch)."""
+
+    name: str                   # the module's name
+    cell: str                   # the file the IR's source locations name
+    source: str                 # that file's text
+    line_offset: int            # IR line - line_offset = line in the file
+    module_ir: str              # IModule::disassemble with -g
+    dump: str                   # the compiler's output holding `-dump-ir-after AUTODIFF_PASS` ("" if not asked)
+    functions: frozenset[str]   # the module's own functions (the derivative view is cut to these)
+    notes: tuple[str, ...] = ()
+
+
+class LoadedModule(Protocol):
+    """What the views use of a SlangTorchModule (_module imports this module, not the reverse)."""
+
+    name: str
+    code: str
+    host_code: str
+    origin: Any          # _load.ModuleOrigin
+
+    @property
+    def kernels(self) -> tuple[str, ...]: ...
+    @property
+    def entry_points(self) -> tuple[str, ...]: ...
+    def param_types(self, symbol: str) -> list[CType]: ...
+    def has_symbol(self, symbol: str) -> bool: ...
+
+
 def _fields(ct: CType) -> Iterator[CType]:
     yield ct
     if ct.element is not None:
@@ -90,9 +120,9 @@ def _fields(ct: CType) -> Iterator[CType]:
 
 class ModuleViews:
     """The views of one loaded module (`module_views(m)`); in a notebook it shows as a summary with
-    each kernel's code and reflection; `ir_graph()` is the IRGraph widget of its IR."""
+    each kernel's code and reflection; `IRGraph(views.ir_graph_data(kernel))` draws its IR."""
 
-    def __init__(self, module: "SlangTorchModule") -> None:
+    def __init__(self, module: LoadedModule) -> None:
         self.module = module
 
     @property
@@ -102,10 +132,9 @@ class ModuleViews:
     def kernel(self, name: str) -> KernelReflection:
         """Reflection of kernel `name` (KeyError naming the module's kernels if it has none such)."""
         m = self.module
-        handles = m.__dict__["_handles"]
-        if name not in handles:
+        if name not in m.kernels:
             raise KeyError(f"module {m.name!r} has no kernel {name!r}; its kernels: {', '.join(m.kernels) or 'none'}")
-        h = handles[name]
+        h = getattr(m, name)   # its KernelHandle
         symbols = {"launch": h.symbol}
         for mode in ("fwd", "bwd"):
             if m.has_symbol(f"{h.symbol}_{mode}_diff"):
@@ -118,10 +147,11 @@ class ModuleViews:
     def reflection(self) -> dict[str, Any]:
         """JSON-able: every kernel's reflection, the struct types it takes, the [TorchEntryPoint] functions."""
         m = self.module
-        structs = sorted({slang_name(c.name) for k in self.kernels for ct in m.param_types(self.kernel(k).symbols["launch"])
-                          for c in _fields(ct) if c.kind == "struct" and slang_name(c.name) in m.__dict__["_structs"]})
+        names = {slang_name(c.name) for k in self.kernels for ct in m.param_types(self.kernel(k).symbols["launch"])
+                 for c in _fields(ct) if c.kind == "struct"}
+        structs = {n: getattr(m, n) for n in sorted(names - {"DiffTensorView"}) if n not in self.kernels and hasattr(m, n)}
         return {"module": m.name, "kernels": {k: self.kernel(k).to_json() for k in self.kernels},
-                "structs": {s: list(m.__dict__["_structs"][s]._fields) for s in structs},
+                "structs": {n: list(t._fields) for n, t in structs.items() if hasattr(t, "_fields")},
                 "torch_entry_points": list(m.entry_points)}
 
     def code(self, kernel: str | None = None, target: str = "cuda") -> str:
@@ -146,36 +176,18 @@ class ModuleViews:
             raise RuntimeError(f"module {self.module.name!r} was not made by loadModule: it has no source to show IR of")
         return origin.loader.cell(origin.source, origin.key, origin.deps, origin.options)
 
-    def ir(self) -> str:
-        """The module's Slang IR (IModule::disassemble)."""
+    def ir(self, derivatives: bool = False) -> ModuleIR:
+        """The module's Slang IR (-g: instructions carry source lines) and, with derivatives, the IR
+        after autodiff of its CUDA compile (the s_fwd_* / s_bwdProp_* of its [Differentiable] kernels)."""
         with self._session() as (session, cell):
-            return str(session.ir(cell))
-
-    def ir_views(self, derivatives: bool = True) -> IRViews:
-        """The module's IR (-g: instructions carry source lines) and, with derivatives, the IR after
-        autodiff of its CUDA compile (s_fwd_* / s_bwdProp_* of its [Differentiable] kernels and
-        functions, the module's own functions only)."""
-        return self._views(derivatives)[0]
-
-    def _views(self, derivatives: bool) -> tuple[IRViews, set[str]]:
-        with self._session() as (session, cell):
-            own = {f.name for d in session.cell(cell).decls for f in d.functions}
-            return _ir_views(session, cell, self.module, derivatives), own
+            return _module_ir(session, cell, self.module.name, derivatives)
 
     def ir_graph_data(self, kernel: str | None = None, derivatives: bool = True) -> dict[str, Any]:
-        """JSON for the IRGraph widget, opened on `kernel` (default: the first kernel)."""
-        v, own = self._views(derivatives)
-        v.name = kernel or (self.kernels[0] if self.kernels else "")
-        return _only_own(graph_data_from_views(v), own)
-
-    def ir_graph(self, kernel: str | None = None, derivatives: bool = True, **kwargs: Any) -> Any:
-        """The IRGraph widget of the module's IR (slang_kernel.widgets.IRGraph)."""
-        from slang_kernel.widgets import IRGraph
-
-        data = self.ir_graph_data(kernel, derivatives)
-        if derivatives and len(data["related"]) > 1:
-            kwargs.setdefault("columns", "derivatives")
-        return IRGraph(data, **kwargs)
+        """JSON for the IRGraph widget (`IRGraph(data)`), opened on `kernel` (default: the first kernel)
+        beside its generated derivatives; drawn by slang_kernel.views.slangtorch."""
+        data: dict[str, Any] = hooks.view(hooks.SLANGTORCH_IR_GRAPH)(
+            self.ir(derivatives), kernel or (self.kernels[0] if self.kernels else ""))
+        return data
 
     # -- display -------------------------------------------------------------------------------------
 
@@ -219,19 +231,12 @@ class ModuleViews:
         return self.text()
 
 
-def module_views(module: "SlangTorchModule") -> ModuleViews:
+def module_views(module: LoadedModule) -> ModuleViews:
     """The notebook views of a module loaded by `slangtorch.loadModule`."""
     return ModuleViews(module)
 
 
-def _own(name: str, functions: set[str]) -> bool:
-    """Whether an IR function is one of the module's functions or a derivative of one."""
-    role = classify_autodiff(name)
-    base = (role[1] if role else None) or name
-    return base.split(".")[-1] in functions or name in functions
-
-
-def _ir_views(session: "Session", cell_name: str, module: "SlangTorchModule", derivatives: bool) -> IRViews:
+def _module_ir(session: "Session", cell_name: str, name: str, derivatives: bool) -> ModuleIR:
     cell = session.cell(cell_name)
     req = session.engine.request("disassemble", cell=cell.name, module=cell.module + "_irv", options=["-g"])
     reply = session.engine.call(req)
@@ -239,33 +244,15 @@ def _ir_views(session: "Session", cell_name: str, module: "SlangTorchModule", de
         raise SlangCompileError(f"could not disassemble {cell.shown}",
                                 parse_diagnostics(reply["diagnostics"], {cell.shown: req.line_offset}),
                                 {cell.shown: cell.source})
-    out = IRViews(module.name, cell.shown, cell.source, req.line_offset)   # IR locations name the file
-    out.views["module"] = reply["ir"]
-    if not derivatives:
-        return out
-    req = session.engine.request("compile", cell=cell.name, append="", module=cell.module + "_ad", target="cuda",
-                                 options=["-g", "-dump-ir-after", AUTODIFF_PASS], reflect=False)
-    reply = session.engine.call(req)
-    dump = next((b for t, b in split_dump(reply["diagnostics"]) if t == "AFTER " + AUTODIFF_PASS), None) \
-        if reply["ok"] else None
-    if dump is None:
-        out.notes.append("no derivative IR: the module's CUDA compile did not dump " + AUTODIFF_PASS)
-        return out
-    out.views["AFTER " + AUTODIFF_PASS] = dump
-    return out
-
-
-def _only_own(data: dict[str, Any], own: set[str]) -> dict[str, Any]:
-    """Graph data cut to the module's own functions and their derivatives: the dump after autodiff
-    holds every library function the kernels reach (thousands), which the graph need not lay out."""
-    for view in data["views"]:
-        if view["id"] == "module":
-            continue
-        keep = [f for f in view["functions"] if _own(f["name"], own)]
-        ids = {f["id"] for f in keep}
-        view["functions"] = keep
-        view["edges"] = [e for e in view["edges"] if e["source"] in ids and e["target"] in ids]
-        view["derivatives"] = [d for d in view["derivatives"] if d.get("primal") in ids]
-    return data
-
-
+    own = frozenset(f.name for d in cell.decls for f in d.functions)
+    dump, notes = "", ()   # type: tuple[str, tuple[str, ...]]
+    if derivatives:
+        ad = session.engine.call(session.engine.request(
+            "compile", cell=cell.name, append="", module=cell.module + "_ad", target="cuda",
+            options=["-g", "-dump-ir-after", AUTODIFF_PASS], reflect=False))
+        if ad["ok"]:
+            dump = str(ad["diagnostics"])
+        else:
+            notes = ("no derivative IR: the module's CUDA compile failed",)
+    # the IR's source locations name the file (the cell's label)
+    return ModuleIR(name, cell.shown, cell.source, req.line_offset, str(reply["ir"]), dump, own, notes)
