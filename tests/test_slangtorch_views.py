@@ -259,12 +259,15 @@ def test_nan_finder_and_timings_on_launches(loader: Loader) -> None:
     d = debug_launches(m, check_finite=True, timings=True)
     try:
         with pytest.raises(NonFiniteError, match=r"`output` at index 1.*Already non-finite before this launch.*input"):
-            m.square(input=(x, torch.zeros_like(x)), output=(y, torch.zeros_like(y))).launchRaw(
-                blockSize=(32, 1, 1), gridSize=(1, 1, 1))
+            m.square(input=x, output=y).launchRaw(blockSize=(32, 1, 1), gridSize=(1, 1, 1))
         x[1] = 2.0
-        m.square(input=(x, torch.zeros_like(x)), output=(y, torch.zeros_like(y))).launchRaw(
-            blockSize=(32, 1, 1), gridSize=(1, 1, 1))
+        m.square(input=x, output=y).launchRaw(blockSize=(32, 1, 1), gridSize=(1, 1, 1))
         assert y.tolist() == [1.0, 4.0, 9.0]
-        assert d.log.launches == 2 and len(d.log.profiles) == 2 and d.log.profiles[-1].run_ms >= 0
+        # the backward launch: gradients scanned too (`input.grad` holds what bwd wrote)
+        gx, gy = torch.zeros_like(x), torch.ones_like(y)
+        m.square.bwd(input=(x, gx), output=(y, gy)).launchRaw(blockSize=(32, 1, 1), gridSize=(1, 1, 1))
+        assert gx.tolist() == [2.0, 4.0, 6.0]
+        assert d.log.launches == 3 and len(d.log.profiles) == 3 and d.log.profiles[-1].run_ms >= 0
+        assert [p.symbol for p in d.log.profiles] == ["__kernel__square"] * 2 + ["__kernel__square_bwd_diff"]
     finally:
         debug_launches(m)
