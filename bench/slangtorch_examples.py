@@ -8,9 +8,10 @@ builds there; the scripts write their figures and videos there), with empty cach
     real: the slangtorch wheel, unpacked into --real-site (`pip download --no-deps slangtorch==1.3.21`,
           `python -m zipfile -e slangtorch-*.whl SITE`); it builds with nvcc and ninja
 
-The scripts are not edited. What is compared is read from them as they run: every value their
-variable `loss` takes (a tracer on the script's own frames, `float(loss)` when it is a new tensor)
-and, at the end, the final tensors each example produces (`outputs` below), with the wall time.
+The scripts are not edited. What is compared is read from them as they run: each new tensor their
+variable `loss` holds (a tracer on the script's own frames: after each top-level line, and when a
+function such as `optimize(i)` returns; `float(loss)` syncs once per iteration on both sides) and,
+at the end, the final tensors each example produces (`outputs` below), with the wall time.
 torch is seeded (0) before each script, so the bezier2d's unseeded `torch.rand` start is the same on
 both sides. Results: a table on stdout, JSON and the final tensors (.npy) under --out.
 
@@ -77,6 +78,10 @@ torch.manual_seed(0)
 losses, seen = [], [None]
 
 def local(frame, event, arg):
+    # at the top level after each line; in a function (optimize(i), a loss helper) when it returns,
+    # so a loss summed up inside a helper is recorded once, as the value it returns
+    if event != ("line" if frame.f_code.co_name == "<module>" else "return"):
+        return local
     loss = frame.f_locals.get("loss")
     if loss is not None and loss is not seen[0] and hasattr(loss, "item"):
         seen[0] = loss

@@ -38,8 +38,14 @@ kernels = m.kernels
 w = torch.rand(3, requires_grad=True)
 opt = torch.optim.SGD([w], lr=0.1)
 
+def pyramid(levels):
+    loss = 0
+    for k in range(levels):          # partial sums: not recorded, only what the helper returns
+        loss += ((w - 1.0) ** 2).sum() / levels
+    return loss
+
 def optimize(i):
-    loss = ((w - 1.0) ** 2).sum()
+    loss = pyramid(3)
     opt.zero_grad()
     loss.backward()
     opt.step()
