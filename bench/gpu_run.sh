@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the lent H200 machine (see ../shared/GPU.md): GPU tests and benchmarks in one go, logs in $OUT.
-# Carry .gpu (slangpy cp312 wheel contents + Vulkan loader debs). Usage: bash bench/gpu_run.sh [tests|textures|debugging|cpu|bench|check|workloads|paired|dask|all]
+# Carry .gpu (slangpy cp312 wheel contents + Vulkan loader debs). Usage: bash bench/gpu_run.sh [tests|textures|debugging|cpu|bench|check|workloads|paired|dask|slangtorch-examples|all]
 # textures: the texture/half/ParameterBlock conformance cases and test_cuda.py (issue 15), with where cuda_fp16.h is.
 # debugging: the thread debugger, cross-backend compare and profile tests on cuda, vulkan and cpu (issue 17).
 # cpu: the CPU vector path on this machine's cores (issue 16): bench_cpu_simd.py and the CPU vector-path tests.
@@ -73,4 +73,12 @@ if [ "$what" = dask ]; then   # carry .gpu/dask-cp312.tar.xz (dask, distributed 
   python3 -m pytest -p no:cacheprovider -ra -q tests/test_distributed.py 2>&1 | tee "$OUT/distributed_tests.log"
   python3 bench/bench_dask.py --backend cpu 2>&1 | tee "$OUT/bench_dask_cpu.log"
   python3 bench/bench_dask.py --backend cuda --log2n 26 2>&1 | tee "$OUT/bench_dask_cuda.log"
+fi
+if [ "$what" = slangtorch-examples ]; then   # issue 37: carry .gpu/slang-torch (examples/ of v1.3.22:
+  # `git -C MIRROR archive v1.3.22 examples | tar x -C .gpu/slang-torch`, 3.5 MB) and .gpu/slangtorch-*.whl
+  whl=$(ls .gpu/slangtorch-*.whl 2>/dev/null | head -1); site=""
+  if [ -n "$whl" ]; then mkdir -p /tmp/real-site && python3 -m zipfile -e "$whl" /tmp/real-site && site="--real-site /tmp/real-site"; fi
+  python3 -m pytest -p no:cacheprovider -ra -q tests/test_slangtorch_views.py 2>&1 | tee "$OUT/slangtorch_views_gpu.log"
+  python3 bench/slangtorch_examples.py --examples .gpu/slang-torch $site --out "$OUT/slangtorch_examples" 2>&1 |
+    tee "$OUT/slangtorch_examples.log"
 fi

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-__all__ = ["COMPARE", "DEBUG_DISPATCH", "IR_GRAPH", "PROFILE_DISPATCH", "register", "view"]
+__all__ = ["COMPARE", "DEBUG_DISPATCH", "IR_GRAPH", "PROFILE_DISPATCH", "SLANGTORCH_IR_GRAPH", "register", "view"]
 
 COMPARE = "compare"                     # (CompareService, kernel, backends, *, threads, groups, **params) -> Comparison
 IR_GRAPH = "ir_graph"                   # (ir_text, **kwargs) -> graph data for the IRGraph widget
 DEBUG_DISPATCH = "debug_dispatch"       # (DebugService, name, thread, groups, params, threads) -> ThreadDebug
 PROFILE_DISPATCH = "profile_dispatch"   # (Backend, CompiledKernel, groups, values) -> Profile
+SLANGTORCH_IR_GRAPH = "slangtorch_ir_graph"   # (torch.slangtorch ModuleIR, kernel) -> IRGraph data of a module
 
 _VIEWS: dict[str, Callable[..., Any]] = {}
 
@@ -30,5 +31,5 @@ def view(name: str) -> Callable[..., Any]:
     fn = _VIEWS.get(name)
     if fn is None:
         raise RuntimeError(f"no view serves {name!r}: `import slang_kernel` (its views package registers "
-                           f"{', '.join((COMPARE, IR_GRAPH, DEBUG_DISPATCH, PROFILE_DISPATCH))}) before asking for it")
+                           f"{', '.join((COMPARE, IR_GRAPH, DEBUG_DISPATCH, PROFILE_DISPATCH, SLANGTORCH_IR_GRAPH))}) before asking for it")
     return fn

@@ -11,7 +11,9 @@ from nbclient import NotebookClient
 
 NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
 # notebooks whose work does not change with the notebook's backend (the suite's 15-minute budget)
-CPU_ONLY = {"08_dask": "its Dask workers run the CPU backend whatever the notebook's is; the cpu run covers it"}
+CPU_ONLY = {"08_dask": "its Dask workers run the CPU backend whatever the notebook's is; the cpu run covers it",
+            "12_slangtorch_bezier": "slangtorch modules compile to CUDA whatever the notebook's backend; the cpu run "
+                                    "covers it (its training cells need torch with CUDA)"}
 
 
 @pytest.mark.slow

@@ -5,7 +5,7 @@
 //    flagged inputs red, no_diff parameters/calls and [TreatAsDifferentiable] callees orange, calls
 //    of custom derivatives purple, the returned value shows the result. Drag pans, wheel zooms.
 //    Nodes are sized to their text (measured). Clicking a node shows, beside the graph, its value
-//    and its derivative at the checked inputs (graph.values, slang_kernel.flow_eval); nodes whose
+//    and its derivative at the checked inputs (graph.values, slang_kernel.views.flow_eval); nodes whose
 //    derivative disagrees with finite differences get a red outline. Before a click the panel
 //    shows the output node.
 // 3. Training history: per parameter buffer the gradient norm per step, a histogram of the latest
@@ -183,7 +183,7 @@ function render({ model, el: host }) {
       sv("rect", { width: d.width, height: d.height, rx: 4 }, grp);
       const nv = (gd.values || {})[n.id];
       if (nv && nv.bad) grp.classList.add("sk-gf-n-wrong");
-      if (gd.first_nonfinite && gd.first_nonfinite.node === n.id) {   // where a NaN/Inf starts (slang_kernel.gradients.first_nonfinite_node)
+      if (gd.first_nonfinite && gd.first_nonfinite.node === n.id) {   // where a NaN/Inf starts (slang_kernel.views.gradients.first_nonfinite_node)
         grp.classList.add("sk-gf-n-nonfinite");
       }
       grp.dataset.node = n.id;

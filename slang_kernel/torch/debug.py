@@ -112,7 +112,7 @@ class DispatchTimes:
 @contextlib.contextmanager
 def dispatch_times(*functions: Profiled) -> Iterator[DispatchTimes]:
     """Profile every dispatch of `functions` inside the block (forward calls and the backward of
-    `loss.backward()` alike); they run as usual, only timed (slang_kernel.profiling)."""
+    `loss.backward()` alike); they run as usual, only timed (slang_kernel.views.profiling)."""
     times = DispatchTimes()
     before = [f.timings for f in functions]
     for f in functions:

@@ -11,7 +11,7 @@ from typing import Any
 
 from .. import hooks
 from . import compare as _compare, ir as _ir, ir_graph as _ir_graph, profiling as _profiling
-from . import thread_debug as _thread_debug
+from . import slangtorch as _slangtorch, thread_debug as _thread_debug
 
 __all__: list[str] = []
 
@@ -25,3 +25,4 @@ hooks.register(hooks.COMPARE, _compare.compare)
 hooks.register(hooks.IR_GRAPH, _graph_of)
 hooks.register(hooks.DEBUG_DISPATCH, _thread_debug.debug_dispatch)
 hooks.register(hooks.PROFILE_DISPATCH, _profiling.profile_dispatch)
+hooks.register(hooks.SLANGTORCH_IR_GRAPH, _slangtorch.module_graph_data)

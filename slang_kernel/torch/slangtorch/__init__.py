@@ -10,13 +10,15 @@ import os
 import shutil
 from typing import Any, Mapping, Sequence
 
+from ._debug import LaunchDebug, debug_launches
 from ._load import Loader, ModuleSource, SlangTorchLoadError
 from ._module import BoundKernel, KernelHandle, SlangTorchModule
+from ._notebook import ModuleViews, module_views
 from ._views import BroadcastTensorError
 
-__all__ = ["BoundKernel", "BroadcastTensorError", "KernelHandle", "Loader", "SlangTorchLoadError",
-           "SlangTorchModule", "clearPersistentShaderCache", "clearSessionShaderCache", "clearShaderCaches",
-           "loadModule"]
+__all__ = ["BoundKernel", "BroadcastTensorError", "KernelHandle", "LaunchDebug", "Loader", "ModuleViews",
+           "SlangTorchLoadError", "SlangTorchModule", "clearPersistentShaderCache", "clearSessionShaderCache",
+           "clearShaderCaches", "debug_launches", "loadModule", "module_views"]
 
 DEFAULT_LOADER = Loader()
 """The loader `loadModule` uses unless given one: loaded modules are shared per process, as in slangtorch."""

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from ...cache import default_cache_dir, digest
 from ...compiled import CompiledKernel
@@ -23,7 +24,7 @@ from ._host_build import HostBuildError, build_host_library
 from ._layout import kernel_signatures
 from ._module import SlangTorchModule
 
-__all__ = ["Loader", "ModuleSource", "SlangTorchLoadError", "host_entry_points"]
+__all__ = ["Loader", "ModuleOrigin", "ModuleSource", "SlangTorchLoadError", "host_entry_points"]
 
 _SOURCE_SUFFIXES = (".slang", ".slangh", ".h", ".hpp", ".cuh", ".hlsl")
 _NVRTC_OPTIONS = ("--std=c++17", "-default-device")
@@ -87,6 +88,17 @@ class ModuleSource:
         return digest(*parts)
 
 
+@dataclass(frozen=True)
+class ModuleOrigin:
+    """Where a loaded module came from, so that its views (_notebook) can compile it again as it was."""
+
+    loader: "Loader"
+    source: ModuleSource
+    options: tuple[str, ...]   # the compiler options the module compiled with (matrix layout, search path)
+    key: str                   # the build cache key
+    deps: str                  # the digest of the sources and headers in its folders
+
+
 def _defines(defines: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((str(k), str(v)) for k, v in defines.items()))
 
@@ -115,9 +127,11 @@ class Loader:
             return module
         built = None
         error: SlangCompileError | None = None
+        options: tuple[str, ...] = ()
         for layout in _MATRIX_LAYOUTS:
             try:
-                built = self._compile(src, key, deps, layout)
+                options = self.options(src, layout)
+                built = self._compile(src, key, deps, options)
                 break
             except SlangCompileError as exc:
                 error = error or exc    # slangc's (column-major) diagnostics are the ones reported
@@ -140,28 +154,41 @@ class Loader:
                   + (f", host code for {', '.join(entry_points)} in {library}" if library else "") + ")")
         module = self.loaded[key] = SlangTorchModule(src.name, code, functions, nvrtc, host.code, entry_points,
                                                      library)
+        module.origin = ModuleOrigin(self, src, options, key, deps)
         return module
 
-    def _compile(self, src: ModuleSource, key: str, deps: str, layout: tuple[str, ...]
-                 ) -> tuple[CompiledKernel, CompiledKernel, dict[str, FunctionInfo]]:
-        """The module's CUDA and torch-binding code and its functions (SlangCompileError if it fails)."""
+    @staticmethod
+    def options(src: ModuleSource, layout: tuple[str, ...]) -> tuple[str, ...]:
+        """The compiler options of a module: matrix layout, slangc's defaults, search path, defines."""
         options = [*layout, *_SLANGC_DEFAULTS]
         for folder in src.search_path:
             options += ["-I", folder]
         options += [f"-D{k}={v}" for k, v in src.defines]   # as slangc -D: seen by imported files too
+        return tuple(options)
+
+    @contextmanager
+    def cell(self, src: ModuleSource, key: str, deps: str, options: Sequence[str]) -> Iterator[tuple[Session, str]]:
+        """The module as a cell of the loader's session while the block runs (SlangCompileError if it
+        does not compile); removed after: one module at a time, as cells see each other."""
         cell = f"{src.name}_{key[:12]}"
         defines = dict(src.defines) | {"SLANGTORCH_SOURCES_DIGEST": deps[:16]}
         session = self.session
-        try:   # one module at a time in the session: cells see each other, modules must not
-            result = session.run_cell(src.text, name=cell, defines=defines, options=options, label=src.label)
-            module = session.cell(result.name).module
-            compiled, host = (session.engine.compile(session.engine.request(
-                "compile", cell=result.name, append="", module=module, target=target))[""]
-                for target in ("cuda", "torch-binding"))
-            return compiled, host, {f.name: f for d in session.cell(result.name).decls for f in d.functions}
+        try:
+            result = session.run_cell(src.text, name=cell, defines=defines, options=list(options), label=src.label)
+            yield session, result.name
         finally:
             if cell in session.cells:
                 session.remove_cell(cell)
+
+    def _compile(self, src: ModuleSource, key: str, deps: str, options: Sequence[str]
+                 ) -> tuple[CompiledKernel, CompiledKernel, dict[str, FunctionInfo]]:
+        """The module's CUDA and torch-binding code and its functions (SlangCompileError if it fails)."""
+        with self.cell(src, key, deps, options) as (session, cell):
+            module = session.cell(cell).module
+            compiled, host = (session.engine.compile(session.engine.request(
+                "compile", cell=cell, append="", module=module, target=target))[""]
+                for target in ("cuda", "torch-binding"))
+            return compiled, host, {f.name: f for d in session.cell(cell).decls for f in d.functions}
 
     def clear(self) -> None:
         self.loaded.clear()

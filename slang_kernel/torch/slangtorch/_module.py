@@ -14,7 +14,7 @@ import re
 from collections import namedtuple
 from functools import partial
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ...backends.common.generated import body
 from ...backends.cuda.fp16 import half_options, uses_half
@@ -22,6 +22,9 @@ from ...compiler.reflection import FunctionInfo
 from ._host_abi import HostLibrary
 from ._layout import CType, Layouts, kernel_signatures, pack, reorder_rows, reorders, slang_name
 from ._views import tensor_view
+
+if TYPE_CHECKING:
+    from ._debug import LaunchDebug
 
 __all__ = ["BoundKernel", "HostFunction", "KernelHandle", "SlangTorchModule"]
 
@@ -40,7 +43,7 @@ class BoundKernel:
             problems += [f"unknown {', '.join(extra)}"] if extra else []
             raise TypeError(f"{info.name}(): " + "; ".join(problems)
                             + f". Parameters: {', '.join(f'{t} {n}' for n, t, _ in info.params)} (pass them by name)")
-        self.module, self.symbol = module, symbol
+        self.module, self.symbol, self.name, self.names = module, symbol, info.name, names
         ctypes_ = module.param_types(symbol)
         self.keep = [args[n] for n in names]   # the tensors stay alive until the launch is queued
         self.data = []
@@ -52,12 +55,20 @@ class BoundKernel:
     def launchRaw(self, blockSize: Sequence[int], gridSize: Sequence[int]) -> None:  # noqa: N802 - slangtorch's name
         import cupy
 
-        fn = self.module.function(self.symbol)
         holders = [ctypes.create_string_buffer(d, max(1, len(d))) for d in self.data]
         params = (ctypes.c_void_p * max(1, len(holders)))(*[ctypes.addressof(h) for h in holders])
         block = (tuple(blockSize) + (1, 1))[:3]
         grid = (tuple(gridSize) + (1, 1))[:3]
-        cupy.cuda.driver.launchKernel(fn.ptr, *grid, *block, 0, _current_stream(), ctypes.addressof(params), 0)
+
+        def launch(fn: Any) -> None:
+            cupy.cuda.driver.launchKernel(fn.ptr, *grid, *block, 0, _current_stream(), ctypes.addressof(params), 0)
+
+        if self.module.debug is not None and self.module.debug.active:   # checked, NaN finder, timings
+            from ._debug import run_launch
+
+            run_launch(self.module, self.name, self.symbol, list(zip(self.names, self.keep)), grid, block, launch)
+            return
+        launch(self.module.function(self.symbol))
 
 
 def _typed_view(element: str | None, value: Any, where: str) -> bytes:
@@ -102,6 +113,8 @@ class SlangTorchModule:
     """What `loadModule` returns: kernels and struct types (namedtuples) by name; `DiffTensorView(value, grad)`."""
 
     DiffTensorView = namedtuple("DiffTensorView", ["value", "grad"])
+    origin: Any = None   # _load.ModuleOrigin, set by the loader (_load imports this module): what views compile again
+    debug: "LaunchDebug | None" = None     # checked launches, the NaN finder, timings (_debug.debug_launches)
 
     def __init__(self, name: str, code: str, functions: Mapping[str, FunctionInfo], nvrtc_options: Sequence[str],
                  host_code: str = "", entry_points: Sequence[str] = (), host_library: str | Path | None = None) -> None:
@@ -131,6 +144,10 @@ class SlangTorchModule:
         """The [TorchEntryPoint] functions (host code), called as `m.name(...)`."""
         return tuple(self._host)
 
+    def kernel_symbols(self) -> list[str]:
+        """Every `__global__` function of the module's CUDA code."""
+        return list(self._signatures)
+
     def has_symbol(self, symbol: str) -> bool:
         return symbol in self._signatures
 
@@ -155,15 +172,21 @@ class SlangTorchModule:
         for symbol in self._signatures:
             self.function(symbol)
 
+    def build_options(self) -> tuple[str, ...]:
+        """NVRTC's options for this module's code (and its checked build, _debug)."""
+        import cupy
+
+        options = self.nvrtc_options
+        if uses_half(body(self.code)):   # Slang's prelude includes cuda_fp16.h only when asked
+            options += half_options(cupy, self.name, self.name)
+        return options
+
     def function(self, symbol: str) -> Any:
         """The CUDA function, built by NVRTC on first use (CuPy caches the binary on disk)."""
         import cupy
 
         if self._cuda_module is None:
-            options = self.nvrtc_options
-            if uses_half(body(self.code)):   # Slang's prelude includes cuda_fp16.h only when asked
-                options += half_options(cupy, self.name, self.name)
-            self._cuda_module = cupy.RawModule(code=self.code, options=options,
+            self._cuda_module = cupy.RawModule(code=self.code, options=self.build_options(),
                                                name_expressions=list(self._signatures))
         fn = self._functions.get(symbol)
         if fn is None:
@@ -182,6 +205,12 @@ class SlangTorchModule:
         raise AttributeError(f"module {d.get('name')!r} has no kernel, function or struct {name!r}; kernels: "
                              f"{', '.join(d.get('_handles', {})) or 'none'}; [TorchEntryPoint] functions: "
                              f"{', '.join(d.get('_host', {})) or 'none'}")
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
+        """A notebook shows a module as it shows a cell: its kernels, code, reflection (_notebook)."""
+        from ._notebook import module_views
+
+        return module_views(self)._repr_mimebundle_(**kwargs)
 
     # -- Launcher: where the host code's `__dispatch_kernel` launches go ---------------------------
     def launch(self, kernel: str, grid: tuple[int, int, int], block: tuple[int, int, int], args: int,
