@@ -234,7 +234,7 @@ def worker_session(spec: SessionSpec, what: str = "") -> Iterator[Session]:
 
 def _owner(session: Session, name: str) -> str:
     try:
-        return session.engine.owner(name).name
+        return session.store.owner(name).name
     except Exception:
         return "?"
 
@@ -370,7 +370,7 @@ def function(source: Session | SessionSpec, name: str, *, backend: str | None = 
              threads: int | None | Literal["session"] = SAME) -> DaskFunction:
     """`function(session, "sqr")(x_dask)` -> a dask array. backend/threads: what the workers use."""
     if not isinstance(source, SessionSpec):
-        source.engine.function_info(name)   # a KeyError naming what is defined, now rather than at compute time
+        source.store.function_info(name)   # a KeyError naming what is defined, now rather than at compute time
     return DaskFunction(source, name, backend=backend, threads=threads)
 
 

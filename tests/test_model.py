@@ -115,10 +115,10 @@ void computeMain(uint3 t: SV_DispatchThreadID) { outputBuffer[t.x] = bump(t.x); 
 def test_one_builder_for_every_request(cpu_session: sk.Session) -> None:
     s = cpu_session
     s.run_cell("float h(float x) { return N * x; }", name="h", defines={"N": "2"})
-    req = s.engine.request("compile", cell="h", target="cpp")
+    req = s.compile_service.request("compile", cell="h", target="cpp")
     assert ("N", "2") in req.defines and "-I" in req.options
     assert req.digests == (("h", s.digest("h")),)
-    gen = s.engine.request("compile", source="float k2(float x) { return h(x); }", target="cpp")
+    gen = s.compile_service.request("compile", source="float k2(float x) { return h(x); }", target="cpp")
     assert gen.deps[0][1] == "h" and gen.chain[-1].source.endswith("float k2(float x) { return h(x); }")
 
 
@@ -460,3 +460,21 @@ def test_the_folders_import_only_along_the_drawn_arrows() -> None:
         src = _folder(name)
         bad = {d for d in deps if _folder(d) != src and _folder(d) not in _FOLDER_ARROWS[src]}
         assert not bad, f"{name} ({src}/) imports {bad}: not an arrow of docs/architecture.md"
+
+
+# The side door stays shut: outside slang_kernel/engine/ nothing reads the Session's parts (its kernel
+# builds, once `session.engine`, nor its private store, service and checks); views get the narrow
+# services of engine/protocols.py and the read-only `store` and `compile_service` the Session hands out.
+_PRIVATE_PARTS = {"engine", "_builds", "_store", "_service", "_checks", "_compiler", "_replicas"}
+
+
+def test_nothing_outside_the_engine_reads_the_sessions_parts() -> None:
+    found = []
+    for folder in ("slang_kernel", "magics", "widgets", "bench", "tests"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if (ROOT / "slang_kernel" / "engine") in path.parents:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if isinstance(node, ast.Attribute) and node.attr in _PRIVATE_PARTS:
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno} .{node.attr}")
+    assert not found, "reaches into the Session's parts (use engine/protocols.py's services): " + ", ".join(found)

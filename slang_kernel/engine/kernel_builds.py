@@ -55,9 +55,9 @@ class KernelBuilds:
         return self.store.revision
 
     @property
-    def engine(self) -> "KernelBuilds":
-        """Itself: engine parts reach `x.engine` whether given a Session or a view's service."""
-        return self
+    def compile_service(self) -> CompileService:
+        """The compile service (the IR views' raw requests, whether given a Session or this service)."""
+        return self.service
 
     def function(self, name: str) -> "SlangFunction":
         """The SlangFunction `name` (engine parts given a view's service, e.g. the gradient flow)."""
@@ -85,11 +85,6 @@ class KernelBuilds:
 
     def digest(self, name: str) -> str | None:
         return self.store.digest(name)
-
-    def compile_cell_entry(self, cell: str, entry: str, target: str | None = None) -> CompiledKernel:
-        """Entry point `entry` of cell `cell` as that cell declares it (a later cell may define a kernel
-        of the same name: compile_entry would follow that one), through the one compile path."""
-        return self.service.compile(self.service.request("compile", cell=cell, entries=[entry], target=target))[entry]
 
     def owner(self, name: str, *, kernel: bool | None = None) -> Cell:
         return self.store.owner(name, kernel=kernel)

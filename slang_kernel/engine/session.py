@@ -35,6 +35,7 @@ from ..compiler.reflection import DeclInfo
 from .finite import FiniteCheck
 from .kernel_builds import KernelBuilds
 from .kernels import ComputeKernel
+from .protocols import CellLookup, Requests
 
 
 __all__ = ["CODE_TARGETS", "MODULE_DIR", "CellResult", "CompiledKernel", "Session"]
@@ -91,9 +92,22 @@ class Session:
         self._store = CellStore()
         self._service = CompileService(self._store, self._compiler, self.cache, self.fingerprint, self.options,
                                        {str(k): str(v) for k, v in (defines or {}).items()}, lambda: self.backend)
-        self.engine = KernelBuilds(self._store, self._service, self.finite)
-        """What views and engine parts are handed (typed by protocols.py): builds, raw requests."""
-        self._checks = CellChecks(self._store, self._service, self.engine)
+        self._builds = KernelBuilds(self._store, self._service, self.finite)   # handed to ComputeKernel & co.
+        self._checks = CellChecks(self._store, self._service, self._builds)
+
+    # -- what views are handed (read-only, typed by protocols.py) ------------------------------------
+
+    @property
+    def store(self) -> CellLookup:
+        """The cells' current revisions, read only: digest, is_current, failure, revision, owner,
+        function_info, names (a CellLookup)."""
+        return self._store
+
+    @property
+    def compile_service(self) -> Requests:
+        """Raw compiler requests through the session's one compile path and cache:
+        `s.compile_service.compile(s.compile_service.request("compile", cell=..., target=...))`."""
+        return self._service
 
     # -- cells --------------------------------------------------------------------------------------
 
@@ -171,21 +185,21 @@ class Session:
         Each specialization is compiled once and cached like any kernel (see specialize.py)."""
         self._store.owner(name, kernel=True)
         if not specialize and not type_conformances:
-            return ComputeKernel(self.engine, name)
-        return ComputeKernel(self.engine, name, self.engine.specialization(name, specialize, type_conformances))
+            return ComputeKernel(self._builds, name)
+        return ComputeKernel(self._builds, name, self._builds.specialization(name, specialize, type_conformances))
 
     def function(self, name: str) -> SlangFunction:
         """The Slang function `name`, callable from Python (see SlangFunction)."""
-        return self.engine.function(name)
+        return self._builds.function(name)
 
     def compile_entry(self, name: str, target: str | None = None) -> CompiledKernel:
         """Target code and reflection for a compute kernel of the current cells (cached)."""
-        return self.engine.compile_entry(name, target)
+        return self._builds.compile_entry(name, target)
 
     def dtype(self, type_name: str) -> Any:
         """The numpy dtype of Slang type `type_name` as a StructuredBuffer element on the current
         backend's target (see KernelBuilds.dtype)."""
-        return self.engine.dtype(type_name)
+        return self._builds.dtype(type_name)
 
     # -- views --------------------------------------------------------------------------------------
 
@@ -194,17 +208,17 @@ class Session:
         if target not in CODE_TARGETS and target != "spirv":
             raise ValueError(f"unknown target {target!r}; choose one of {', '.join(CODE_TARGETS)}")
         if name in self.kernels():
-            return self.engine.compile_entry(name, target).code
+            return self._builds.compile_entry(name, target).code
         return self.function(name).code(target)
 
     def reflection(self, target: str | None = None) -> dict[str, Any]:
         """JSON-able reflection of every kernel: parameters, types and layouts for one target."""
         target = target or self.backend.target
-        return {k: self.engine.compile_entry(k, target).reflection.to_json() for k in self.kernels()}
+        return {k: self._builds.compile_entry(k, target).reflection.to_json() for k in self.kernels()}
 
     def ir(self, name: str) -> str:
         """Slang IR (IModule::disassemble) of the cell that defines `name` (or of the cell `name`)."""
-        return self.engine.ir(name)
+        return self._builds.ir(name)
 
     def ir_graph(self, name: str, **kwargs: Any) -> dict[str, Any]:
         """Graph data of `name`'s IR for the IRGraph widget (slang_kernel.views.ir_graph, through hooks)."""

@@ -155,7 +155,7 @@ class Loader:
         try:   # one module at a time in the session: cells see each other, modules must not
             result = session.run_cell(src.text, name=cell, defines=defines, options=options, label=src.label)
             module = session.cell(result.name).module
-            compiled, host = (session.engine.compile(session.engine.request(
+            compiled, host = (session.compile_service.compile(session.compile_service.request(
                 "compile", cell=result.name, append="", module=module, target=target))[""]
                 for target in ("cuda", "torch-binding"))
             return compiled, host, {f.name: f for d in session.cell(result.name).decls for f in d.functions}
