@@ -78,7 +78,7 @@ void hello(uint3 id : SV_DispatchThreadID)
 @pytest.mark.vulkan
 def test_attributes_are_reflected(vulkan_session: sk.Session) -> None:
     vulkan_session.run_cell(SHADER, name="shader")
-    ck = vulkan_session.compile_entry("imageMain")
+    ck = vulkan_session.kernel("imageMain").compiled()
     assert ("playground_CALL_SIZE_OF", ("outputTexture",)) in ck.entry_point.attributes
     g = {p.name: p.attributes for p in ck.reflection.globals}
     assert g["zoom"][0][0] == "playground_SLIDER" and g["zoom"][0][1] == pytest.approx((0.5, 0.0, 1.0))
