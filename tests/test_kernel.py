@@ -16,6 +16,7 @@ import pytest
 from jupyter_client.manager import start_new_kernel
 
 from slang_kernel.kernel.install import temporary_kernelspec
+from tests.kernel_client import shell_request
 from tests.waiting import cpu_seconds, wait_until
 
 # Tab and Shift-Tab ask Slang's language server (slang_kernel.lsp); a busy CI machine may start it slowly
@@ -144,11 +145,7 @@ class Kernel:
         raise AssertionError(f"no result for {expr!r}")
 
     def request(self, method: str, *args: Any) -> dict[str, Any]:
-        msg_id = getattr(self.kc, method)(*args)
-        while True:
-            reply = self.kc.get_shell_msg(timeout=TIMEOUT)
-            if reply["parent_header"].get("msg_id") == msg_id:
-                return reply["content"]
+        return shell_request(self.kc, method, *args, timeout=TIMEOUT)
 
 
 def _busy(kernel: Kernel) -> Callable[[], bool]:
