@@ -39,18 +39,12 @@ from typing import Any, Callable
 import numpy as np
 
 import slang_kernel as sk
+from _kernels import ARITH, MANDEL  # noqa: E402   (bench/: the kernels bench_engine times too)
 
 N = 1 << 22
 W, H, ITERS = 1024, 768, 256
 STEPS = 32
 
-ARITH = """
-[shader("compute")][numthreads(256, 1, 1)]
-void arith(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o, uniform StructuredBuffer<float> x,
-           uniform uint n)
-{
-    if (t.x < n) { float v = x[t.x]; o[t.x] = sqrt(v * v + 1.0) * exp(-v) + sin(v); }
-}"""
 CHAIN = """
 [shader("compute")][numthreads(256, 1, 1)]
 void chain(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o, uniform StructuredBuffer<float> x,
@@ -60,16 +54,6 @@ void chain(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o, un
     float v = x[t.x], y = v;
     [unroll] for (int k = 0; k < 32; k++) { y = y * 0.9 + v * 0.1; y = y - 0.05 * y * y * y; }
     o[t.x] = sin(y);
-}"""
-MANDEL = """
-[shader("compute")][numthreads(16, 16, 1)]
-void mandel(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<uint> it, uniform uint w, uniform uint h)
-{
-    if (t.x >= w || t.y >= h) return;
-    float2 c = float2(-2.0 + 2.5 * t.x / w, -1.25 + 2.5 * t.y / h), z = 0;
-    uint i = 0;
-    while (i < 256 && dot(z, z) < 4.0) { z = float2(z.x * z.x - z.y * z.y, 2 * z.x * z.y) + c; i++; }
-    it[t.y * w + t.x] = i;
 }"""
 
 LANES_CPP = r"""

@@ -10,9 +10,9 @@ Medians of wall-clock time per call (each call synchronises: what a notebook cel
 
 from __future__ import annotations
 
-import statistics
+import sys
 import tempfile
-import time
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -20,30 +20,20 @@ import numpy as np
 import slang_kernel as sk
 from slang_kernel.backends import textures
 from slang_kernel.playground import PlaygroundProgram
+from _timing import median_ms as _median_ms  # noqa: E402   (bench/)
 
-# A Playground-style animated image (as in tests/test_playground.py, which needs the widgets)
-SHADER = r"""
-import playground;
-import rendering;
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # the repository: the tests' Playground cell
+from tests.playground_shaders import image_shader  # noqa: E402
 
-[playground::TIME]
-uniform float time;
-
-[shader("compute")]
-[numthreads(16, 16, 1)]
-[playground::CALL::SIZE_OF("outputTexture")]
-void imageMain(uint3 dispatchThreadID : SV_DispatchThreadID)
-{
-    drawPixel(dispatchThreadID.xy, (int2 pixel) => {
+# A Playground-style animated image (tests/playground_shaders.py: the tests' Playground cell)
+SHADER = image_shader("imageMain", """(int2 pixel) => {
         uint width, height;
         outputTexture.GetDimensions(width, height);
         float2 uv = float2(pixel) / float2(width, height) - 0.5;
         float r = length(uv) * 24.0;
         float v = 0.5 + 0.5 * sin(r - 0.003 * time) * cos(6.0 * atan2(uv.y, uv.x));
         return float4(v, v * 0.5, 1.0 - v, 1.0);
-    });
-}
-"""
+    }""")
 
 SAMPLE = r"""
 [shader("compute")][numthreads(16, 16, 1)]
@@ -62,13 +52,7 @@ void bt_load(uint3 id: SV_DispatchThreadID, uniform StructuredBuffer<float4> src
 
 
 def median_ms(fn: Callable[[], object], repeat: int = 21) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e3
+    return _median_ms(fn, repeat, warm=1)
 
 
 def main() -> None:

@@ -19,14 +19,14 @@ import ast
 import os
 import pathlib
 import platform
-import statistics
 import tempfile
-import time
 from typing import Callable
 
 import numpy as np
 
 import slang_kernel as sk
+from _kernels import ARITH, MANDEL  # noqa: E402   (bench/: the kernels bench_cpu_simd times too)
+from _timing import median_ms as _median_ms  # noqa: E402
 
 
 
@@ -53,33 +53,10 @@ CELL_50 = "\n".join(
        "float3 tint(float3 c, float k) { return c * k; }",
        ]
 )
-MANDEL = """
-[shader("compute")][numthreads(16, 16, 1)]
-void mandel(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<uint> it, uniform uint w, uniform uint h)
-{
-    if (t.x >= w || t.y >= h) return;
-    float2 c = float2(-2.0 + 2.5 * t.x / w, -1.25 + 2.5 * t.y / h), z = 0;
-    uint i = 0;
-    while (i < 256 && dot(z, z) < 4.0) { z = float2(z.x * z.x - z.y * z.y, 2 * z.x * z.y) + c; i++; }
-    it[t.y * w + t.x] = i;
-}"""
-ARITH = """
-[shader("compute")][numthreads(256, 1, 1)]
-void arith(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o, uniform StructuredBuffer<float> x,
-           uniform uint n)
-{
-    if (t.x < n) { float v = x[t.x]; o[t.x] = sqrt(v * v + 1.0) * exp(-v) + sin(v); }
-}"""
 
 
 def median_ms(fn: Callable[[], object], repeat: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1000)
-    return statistics.median(times)
+    return _median_ms(fn, repeat, warm=1)
 
 
 def chain_cells() -> list[str]:
@@ -136,7 +113,7 @@ def main() -> None:
                      "slangpy load of the chain"))
 
         def our_kernel() -> None:  # a new option each time: a new key, so a real compile every time
-            s.engine.compile(s.engine.request("compile", cell="chain9", entries=["chain_kernel"], target="cpp",
+            s.compile_service.compile(s.compile_service.request("compile", cell="chain9", entries=["chain_kernel"], target="cpp",
                                 options=[f"-DBENCH_NONCE={next(counter)}"]))
 
         ours = median_ms(our_kernel, args.repeat)

@@ -112,7 +112,7 @@ class SlangMagics(Magics):
                 print(f"{label}: checked in {result.elapsed_ms:.1f} ms ({how})")
                 for k in result.kernels:
                     t0 = time.perf_counter()
-                    session.compile_entry(k)
+                    session.kernel(k).compiled()
                     print(f"{k}: {session.backend.target} code in {(time.perf_counter() - t0) * 1000:.1f} ms")
             for target in targets:
                 for n in result.kernels or result.functions:

@@ -95,11 +95,11 @@ class SessionSpec:
         cells = tuple(CellSpec(n, c.source, tuple(c.own_defines), tuple(c.options))
                       for n, c in ((n, session.cell(n)) for n in session.cells))
         cfg = session.config
-        root = str(session.cache.root) if session.cache.enabled else None
-        return cls(cells=cells, defines=tuple(sorted(session.defines.items())), options=tuple(session.options),
+        root = str(cfg.cache.root) if cfg.cache.enabled else None
+        return cls(cells=cells, defines=tuple(sorted(session.defines.items())), options=tuple(session.compile_service.options),
                    backend=backend or session.backend.name, threads=cfg.threads if threads == SAME else threads,
-                   checked=cfg.checked, timeout=cfg.timeout, isolate=cfg.isolate, fingerprint=session.fingerprint,
-                   cache_dir=root if cache_dir == SAME else cache_dir, cache=session.cache.enabled)
+                   checked=cfg.checked, timeout=cfg.timeout, isolate=cfg.isolate, fingerprint=session.compile_service.fingerprint,
+                   cache_dir=root if cache_dir == SAME else cache_dir, cache=cfg.cache.enabled)
 
     @property
     def digest(self) -> str:
@@ -118,10 +118,10 @@ class SessionSpec:
                     defines=dict(self.defines), threads=self.threads, checked=self.checked, timeout=self.timeout,
                     isolate=self.isolate)
         try:
-            if self.fingerprint and s.fingerprint != self.fingerprint:
+            if self.fingerprint and s.compile_service.fingerprint != self.fingerprint:
                 raise RuntimeError(
                     f"this worker (pid {os.getpid()}) has another Slang compiler or slang-kernel build than the "
-                    f"notebook ({s.fingerprint} vs {self.fingerprint}): install the same versions on every worker")
+                    f"notebook ({s.compile_service.fingerprint} vs {self.fingerprint}): install the same versions on every worker")
             for c in self.cells:
                 s.run_cell(c.source, name=c.name, defines=dict(c.defines), options=c.options)
         except BaseException:
@@ -234,7 +234,7 @@ def worker_session(spec: SessionSpec, what: str = "") -> Iterator[Session]:
 
 def _owner(session: Session, name: str) -> str:
     try:
-        return session.engine.owner(name).name
+        return session.store.owner(name).name
     except Exception:
         return "?"
 
@@ -370,7 +370,7 @@ def function(source: Session | SessionSpec, name: str, *, backend: str | None = 
              threads: int | None | Literal["session"] = SAME) -> DaskFunction:
     """`function(session, "sqr")(x_dask)` -> a dask array. backend/threads: what the workers use."""
     if not isinstance(source, SessionSpec):
-        source.engine.function_info(name)   # a KeyError naming what is defined, now rather than at compute time
+        source.store.function_info(name)   # a KeyError naming what is defined, now rather than at compute time
     return DaskFunction(source, name, backend=backend, threads=threads)
 
 

@@ -57,10 +57,12 @@ def _unavailable(name: str, exc: BaseException) -> NoReturn:
 
 @pytest.fixture(scope="session")
 def open_session(cache_dir: str) -> Callable[..., sk.Session]:
-    """A new Session on a backend with options (checked=, check_finite=, ...), skipped like `session`."""
+    """A new Session on a backend with options (checked=, check_finite=, cache_dir=, ...), skipped like
+    `session` where that backend does not work here: the one place tests decide that."""
     def make(backend: str, **options: Any) -> sk.Session:
+        options.setdefault("cache_dir", cache_dir)
         try:
-            return sk.Session(backend=backend, cache_dir=cache_dir, **options)
+            return sk.Session(backend=backend, **options)
         except sk.BackendUnavailable as exc:
             _unavailable(backend, exc)
     return make

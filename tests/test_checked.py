@@ -187,13 +187,10 @@ void shadowed(uint3 t: SV_DispatchThreadID, uniform uint shift)
 
 @pytest.mark.vulkan
 @pytest.mark.parametrize("isolate", [True, False], ids=["worker", "in-process"])
-def test_vulkan_variant_falls_back_to_the_entry_body(isolate: bool, cache_dir: str) -> None:
+def test_vulkan_variant_falls_back_to_the_entry_body(isolate: bool, open_session: Callable[..., sk.Session]) -> None:
     """Where the whole-cell rewrite does not compile (a helper's local array named like a buffer
     parameter), the entry point's own accesses are still checked; in-process as in the worker."""
-    try:
-        s = sk.Session(backend="vulkan", cache_dir=cache_dir, checked=True, isolate=isolate)
-    except sk.BackendUnavailable as exc:
-        pytest.skip(f"vulkan unavailable: {exc}")
+    s = open_session("vulkan", checked=True, isolate=isolate)
     with s:
         s.run_cell(SHADOW, name="shadow")
         data = np.zeros(8, np.float32)

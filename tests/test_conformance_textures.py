@@ -12,6 +12,7 @@ import pytest
 import slang_kernel as sk
 from slang_kernel.backends import textures
 from slang_kernel.errors import ParameterError
+from tests.playground_shaders import image_shader
 
 TEXTURES = r"""
 [shader("compute")][numthreads(4, 4, 1)]
@@ -183,24 +184,10 @@ def test_texture_bad_input_names_the_parameter(tex_session: sk.Session) -> None:
     assert out[3, 2] == 302.0
 
 
-PLAYGROUND = r"""
-import playground;
-import rendering;
-
-[playground::TIME]
-uniform float time;
-
-[shader("compute")]
-[numthreads(16, 16, 1)]
-[playground::CALL::SIZE_OF("outputTexture")]
-void conf_image(uint3 dispatchThreadID : SV_DispatchThreadID)
-{
-    drawPixel(dispatchThreadID.xy, (int2 screenSize) => {   // the Playground passes the canvas size
+PLAYGROUND = image_shader("conf_image", """(int2 screenSize) => {   // the Playground passes the canvas size
         float2 uv = float2(dispatchThreadID.xy) / float2(screenSize);
         return float4(uv.x, uv.y, 0.5 + 0.5 * sin(time), 1.0);
-    });
-}
-"""
+    }""")
 
 
 def test_playground_output_texture_cell(session: sk.Session) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 import pytest
@@ -23,11 +23,8 @@ void axpy_cuda(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> y
 
 
 @pytest.fixture(scope="module")
-def cuda(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sk.Session]:
-    try:
-        s = sk.Session(backend="cuda", cache_dir=str(tmp_path_factory.mktemp("cuda-cache")))
-    except sk.BackendUnavailable as exc:
-        pytest.skip(f"cuda backend unavailable here: {exc}")
+def cuda(tmp_path_factory: pytest.TempPathFactory, open_session: Callable[..., sk.Session]) -> Iterator[sk.Session]:
+    s = open_session("cuda", cache_dir=str(tmp_path_factory.mktemp("cuda-cache")))
     s.run_cell(KERNEL, name="cuda_kernels")
     yield s
     s.close()
@@ -157,11 +154,8 @@ void cuda_oob(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o,
 }"""
 
 
-def test_checked_session_names_kernel_buffer_and_index(tmp_path_factory: pytest.TempPathFactory) -> None:
-    try:
-        s = sk.Session(backend="cuda", checked=True, cache_dir=str(tmp_path_factory.mktemp("cuda-checked")))
-    except sk.BackendUnavailable as exc:
-        pytest.skip(f"cuda backend unavailable here: {exc}")
+def test_checked_session_names_kernel_buffer_and_index(tmp_path_factory: pytest.TempPathFactory, open_session: Callable[..., sk.Session]) -> None:
+    s = open_session("cuda", checked=True, cache_dir=str(tmp_path_factory.mktemp("cuda-checked")))
     try:
         s.run_cell(OOB, name="oob")
         o, x = np.zeros(64, np.float32), np.ones(64, np.float32)
@@ -196,11 +190,8 @@ def test_sticky_cuda_error_says_what_to_do(tmp_path) -> None:
     assert "DEVICELOST" in out.stdout and "restart the notebook's kernel" in out.stdout, out.stdout + out.stderr
 
 
-def test_timeout_reports_a_long_kernel(tmp_path_factory: pytest.TempPathFactory) -> None:
-    try:
-        s = sk.Session(backend="cuda", timeout=0.5, cache_dir=str(tmp_path_factory.mktemp("cuda-timeout")))
-    except sk.BackendUnavailable as exc:
-        pytest.skip(f"cuda backend unavailable here: {exc}")
+def test_timeout_reports_a_long_kernel(tmp_path_factory: pytest.TempPathFactory, open_session: Callable[..., sk.Session]) -> None:
+    s = open_session("cuda", timeout=0.5, cache_dir=str(tmp_path_factory.mktemp("cuda-timeout")))
     try:
         s.run_cell("""
 [shader("compute")][numthreads(1, 1, 1)]
@@ -396,12 +387,9 @@ def test_half_rw_texture_store(cuda_half_tex: sk.Session) -> None:
     assert (o[..., 2] == 0.5).all() and (o[..., 3] == 1).all()
 
 
-def test_device_texture_from_cupy_and_checked_session(tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_device_texture_from_cupy_and_checked_session(tmp_path_factory: pytest.TempPathFactory, open_session: Callable[..., sk.Session]) -> None:
     cp = pytest.importorskip("cupy", reason="the cuda backend needs CuPy")
-    try:
-        s = sk.Session(backend="cuda", checked=True, cache_dir=str(tmp_path_factory.mktemp("cuda-checked-tex")))
-    except sk.BackendUnavailable as exc:
-        pytest.skip(f"cuda backend unavailable here: {exc}")
+    s = open_session("cuda", checked=True, cache_dir=str(tmp_path_factory.mktemp("cuda-checked-tex")))
     try:
         s.run_cell(CUDA_TEXTURES, name="cuda_textures")
         data = cp.asarray(np.random.default_rng(8).random((4, 4, 4)).astype(np.float32))

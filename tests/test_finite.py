@@ -179,14 +179,11 @@ def test_vulkan_scan_groups_stay_under_the_device_limit() -> None:
 
 
 @pytest.mark.vulkan_gpu
-def test_vulkan_scan_of_a_buffer_past_the_group_limit(cache_dir: str) -> None:
+def test_vulkan_scan_of_a_buffer_past_the_group_limit(open_session: Callable[..., sk.Session]) -> None:
     """A float32 device buffer of 2^24 + 300 elements (65537 groups of 256 without the stride) with
     one NaN near its end: the device scan finds it. On a GPU only: lavapipe takes ~15 s for it (the
     group computation is checked everywhere by the test above)."""
-    try:
-        s = sk.Session(backend="vulkan", cache_dir=cache_dir)
-    except sk.BackendUnavailable as exc:
-        pytest.skip(f"vulkan backend unavailable: {exc}")
+    s = open_session("vulkan")
     try:
         if "llvmpipe" in s.backend.describe().lower():
             pytest.skip("needs a GPU Vulkan device (a machine with an NVIDIA GPU): 2^24 floats take ~15 s on lavapipe")

@@ -51,11 +51,11 @@ def one_session():
                                   if p.stem in KNOWN else p for p in BAD], ids=[p.stem for p in BAD])
 def test_bad_cell_gives_located_diagnostics(one_session: sk.Session, path: Path) -> None:
     s = one_session
-    cells, revision = s.cells, s.revision
+    cells, revision = s.cells, s.store.revision
     with pytest.raises(sk.SlangCompileError) as info:
         s.run_cell(path.read_text(), name="bad")
     err = info.value
-    assert s.cells == cells and s.revision == revision   # nothing changed
+    assert s.cells == cells and s.store.revision == revision   # nothing changed
     if isinstance(err, sk.SlangCompilerCrash):
         assert "restarted" in str(err)
         return

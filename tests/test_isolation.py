@@ -22,6 +22,7 @@ import pytest
 
 import slang_kernel as sk
 from slang_kernel.engine.kernels import KernelCrash, KernelInterrupted, KernelTimeout
+from tests.waiting import cpu_seconds, process_gone, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -148,7 +149,7 @@ def test_sigint_to_the_process_group_as_jupyter_sends_it(cache_dir: str, tmp_pat
         s.run_cell(open({str(tmp_path / 'k.slang')!r}).read())
         y = np.zeros(4, np.float32)
         s.kernel("endless")(threads=1, y=np.full(4, -1, np.float32), step=1)
-        print("READY", flush=True)
+        print("READY", s.backend.worker_pid, flush=True)
         try:
             s.kernel("endless")(threads=1, y=y, step=1)
         except KeyboardInterrupt as exc:
@@ -163,8 +164,10 @@ def test_sigint_to_the_process_group_as_jupyter_sends_it(cache_dir: str, tmp_pat
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
-        assert line.strip() == "READY", line
-        time.sleep(0.3)
+        assert line.startswith("READY "), line
+        worker = int(line.split()[1])
+        idle = cpu_seconds(worker)
+        wait_until(lambda: cpu_seconds(worker) > idle + 0.2, 60, "the endless dispatch running in the CPU worker")
         t0 = time.perf_counter()
         os.killpg(proc.pid, signal.SIGINT)
         out, _ = proc.communicate(timeout=30)
@@ -180,7 +183,7 @@ def test_worker_killed_while_idle_is_replaced(iso: sk.Session) -> None:
     saxpy_works(iso)
     pid = iso.backend.worker_pid
     os.kill(pid, signal.SIGKILL)
-    time.sleep(0.1)
+    wait_until(lambda: process_gone(pid), 10, f"the killed CPU worker {pid} gone")
     saxpy_works(iso)
     assert iso.backend.worker_pid != pid
 
@@ -207,22 +210,18 @@ def test_worker_dies_with_its_parent(cache_dir: str, tmp_path: Path) -> None:
         s.run_cell(open({str(tmp_path / 'k.slang')!r}).read())
         s.kernel("iso_saxpy")(threads=4, y=np.zeros(4, np.float32), x=np.ones(4, np.float32), a=1.0, n=4)
         print(s.backend.worker_pid, flush=True)
-        import time; time.sleep(60)
+        import signal; signal.pause()   # alive until the test kills it
     """))
     proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=ROOT)
     assert proc.stdout is not None
     worker = int(proc.stdout.readline())
     proc.kill()
     proc.wait()
-    for _ in range(50):
-        try:
-            os.kill(worker, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.05)
-    else:
+    try:
+        wait_until(lambda: process_gone(worker), 10, "the CPU worker to end with its parent")
+    except AssertionError:
         os.kill(worker, signal.SIGKILL)
-        pytest.fail("the CPU worker outlived its parent")
+        raise
 
 
 # -- shared memory ---------------------------------------------------------------------------------

@@ -9,13 +9,15 @@ from __future__ import annotations
 import re
 import time
 import unittest
-from typing import Any
+from typing import Any, Callable
 
 import jupyter_kernel_test
 import pytest
 from jupyter_client.manager import start_new_kernel
 
 from slang_kernel.kernel.install import temporary_kernelspec
+from tests.kernel_client import shell_request
+from tests.waiting import cpu_seconds, wait_until
 
 # Tab and Shift-Tab ask Slang's language server (slang_kernel.lsp); a busy CI machine may start it slowly
 KERNEL_ENV = {"SLANG_KERNEL_BACKEND": "cpu", "SLANG_KERNEL_LSP_TIMEOUT": "60"}
@@ -104,7 +106,7 @@ class Kernel:
         self.km, self.kc = start_new_kernel(kernel_name="slang")
 
     def execute(self, code: str, cell_id: str | None = None, timeout: float = TIMEOUT,
-                interrupt_after: float | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+                interrupt_when: Callable[[], bool] | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         content = {"code": code, "silent": False, "store_history": True, "user_expressions": {},
                    "allow_stdin": False, "stop_on_error": False}
         msg = self.kc.session.msg("execute_request", content)
@@ -112,8 +114,8 @@ class Kernel:
             msg["metadata"]["cellId"] = cell_id
         self.kc.shell_channel.send(msg)
         msg_id = msg["header"]["msg_id"]
-        if interrupt_after is not None:
-            time.sleep(interrupt_after)
+        if interrupt_when is not None:
+            wait_until(interrupt_when, timeout, "the cell to reach what the interrupt should meet")
             self.km.interrupt_kernel()
         while True:
             reply = self.kc.get_shell_msg(timeout=timeout)
@@ -143,11 +145,15 @@ class Kernel:
         raise AssertionError(f"no result for {expr!r}")
 
     def request(self, method: str, *args: Any) -> dict[str, Any]:
-        msg_id = getattr(self.kc, method)(*args)
-        while True:
-            reply = self.kc.get_shell_msg(timeout=TIMEOUT)
-            if reply["parent_header"].get("msg_id") == msg_id:
-                return reply["content"]
+        return shell_request(self.kc, method, *args, timeout=TIMEOUT)
+
+
+def _busy(kernel: Kernel) -> Callable[[], bool]:
+    """A condition: the session's CPU worker has been running a dispatch for a while (what an interrupt
+    that should stop a dispatch, not a build, waits for)."""
+    worker = int(kernel.python("slang_session.backend.worker_pid"))
+    idle = cpu_seconds(worker)
+    return lambda: cpu_seconds(worker) > idle + 0.3
 
 
 def stream(outputs: list[dict[str, Any]], name: str) -> str:
@@ -337,8 +343,10 @@ def test_interrupting_a_long_cpu_dispatch(kernel: Kernel) -> None:
               "void spin(uint3 t: SV_DispatchThreadID, RWStructuredBuffer<float> o, uniform uint n)\n"
               "{ float acc = 0; for (uint i = 0; i < n; i++) { acc += sin(float(i)); } o[t.x] = acc; }")
     kernel.ok("%%python\nimport numpy as np\nspun = np.zeros(2, np.float32)")
+    kernel.ok("%run spin threads=(2, 1, 1) o=spun n=1")   # built now: the interrupt meets the dispatch
+    worker = _busy(kernel)
     t0 = time.perf_counter()
-    reply, out = kernel.execute("%run spin threads=(2, 1, 1) o=spun n=300000000", interrupt_after=1.0)
+    reply, out = kernel.execute("%run spin threads=(2, 1, 1) o=spun n=300000000", interrupt_when=worker)
     assert reply["status"] == "error"
     assert reply["ename"] == "KernelInterrupted"
     assert "spin was interrupted after" in reply["evalue"]
@@ -388,7 +396,7 @@ def test_a_kernel_bug_never_takes_the_notebook_down(kernel: Kernel) -> None:
     # and not g++ (a loop kernel is built up to three times; an interrupt there is KernelInterrupted
     # too: test_cpu_simd_loops.py)
     kernel.ok("%%python\nforever(threads=1, o=np.array([-1, 0], np.float32))")
-    reply, _ = kernel.execute("%%python\nforever(threads=1, o=np.zeros(2, np.float32))", interrupt_after=1.0)
+    reply, _ = kernel.execute("%%python\nforever(threads=1, o=np.zeros(2, np.float32))", interrupt_when=_busy(kernel))
     assert reply["status"] == "error" and reply["ename"] == "KernelInterrupted"
     reply, _ = kernel.execute("float oops(float x) { return x +; }")
     assert reply["status"] == "error" and any("^" in line for line in reply["traceback"])

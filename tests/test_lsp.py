@@ -17,6 +17,7 @@ import pytest
 
 from slang_kernel.lsp import _text
 from slang_kernel.lsp.client import LanguageClient
+from tests.waiting import wait_until
 
 # a notebook's Slang cells as jupyterlab-lsp joins them: cell after cell, blank lines between
 CELL1 = "float sq(float x)\n{\n    return x * x;\n}\n"
@@ -59,10 +60,8 @@ class Doc:
             related = [d, *d.get("relatedInformation", ())]
             return any("undefined_sentinel" in m.get("message", "") for m in related)
 
-        deadline = time.monotonic() + 60
-        while not any(mentions(d) for d in self.client.diagnostics.get(self.uri, ())):
-            assert time.monotonic() < deadline, f"no diagnostics from the server: {self.client.diagnostics}"
-            time.sleep(0.05)
+        wait_until(lambda: any(mentions(d) for d in self.client.diagnostics.get(self.uri, ())), 60,
+                   "the server's diagnostics of the text")
         return [d for d in self.client.diagnostics[self.uri] if "undefined_sentinel" not in d["message"]]
 
 
@@ -181,7 +180,7 @@ def test_server_restarts_after_it_dies(tmp_path: Path) -> None:
 
 
 def test_client_gives_up_at_its_deadline_and_restarts_a_dead_server(tmp_path: Path) -> None:
-    silent = LanguageClient([sys.executable, "-c", "import time; time.sleep(120)"], timeout=0.5)
+    silent = LanguageClient([sys.executable, "-c", "import signal; signal.pause()"], timeout=0.5)
     try:
         assert silent.request("textDocument/hover", {}) is None  # no answer: None, not a wait
         assert silent.starts == 1 and silent.pid is not None  # still starting: left to finish
@@ -194,8 +193,7 @@ def test_client_gives_up_at_its_deadline_and_restarts_a_dead_server(tmp_path: Pa
                                                 "position": {"line": 0, "character": 7}}) is not None
         assert c.pid is not None
         os.kill(c.pid, signal.SIGKILL)
-        while c.pid is not None:  # the kill has landed once the process is gone
-            time.sleep(0.05)
+        wait_until(lambda: c.pid is None, 30, "the killed server gone")   # the kill has landed
         Doc(c, tmp_path / "b.slang", CELL1)  # the next question starts a new server
         assert c.starts == 2
         hover = c.request("textDocument/hover", {"textDocument": {"uri": (tmp_path / "b.slang").as_uri()},

@@ -11,6 +11,8 @@ from typing import Any, Iterator
 import pytest
 from jupyter_client.manager import start_new_kernel
 
+from tests.kernel_client import shell_request
+
 TIMEOUT = 120
 
 
@@ -24,11 +26,7 @@ class PythonKernel:
         assert reply["content"]["status"] == "ok", reply["content"]
 
     def request(self, method: str, *args: Any) -> dict[str, Any]:
-        msg_id = getattr(self.kc, method)(*args)
-        while True:
-            reply = self.kc.get_shell_msg(timeout=TIMEOUT)
-            if reply["parent_header"].get("msg_id") == msg_id:
-                return reply["content"]
+        return shell_request(self.kc, method, *args, timeout=TIMEOUT)
 
 
 @pytest.fixture(scope="module")

@@ -42,9 +42,9 @@ def test_set_define_rechecks_the_cells_that_mention_it(session: sk.Session) -> N
     o = np.zeros(4, np.int32)
     k(threads=4, o=o)
     assert o.tolist() == [3] * 4
-    other = s.digest("other")
+    other = s.store.digest("other")
     s.set_define("N_SET", "5")
-    assert s.digest("other") == other     # a define it never mentions does not make a new revision
+    assert s.store.digest("other") == other     # a define it never mentions does not make a new revision
     k(threads=4, o=o)                     # the bound kernel follows its cell
     assert o.tolist() == [5] * 4
 
@@ -55,12 +55,12 @@ def test_unrelated_cell_keeps_compiled_kernels_current(cpu_session: sk.Session) 
     s.run_cell("""
 [shader("compute")][numthreads(8, 1, 1)]
 void dbl(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o) { o[t.x] = twice(o[t.x]); }""", name="b")
-    ck = s.compile_entry("dbl")
-    assert dict(ck.digests) == {"a": s.digest("a"), "b": s.digest("b")}
+    ck = s.kernel("dbl").compiled()
+    assert dict(ck.digests) == {"a": s.store.digest("a"), "b": s.store.digest("b")}
     s.run_cell("float unrelated(float x) { return x; }", name="c")
-    assert s.is_current(ck) and s.compile_entry("dbl") is ck
+    assert s.store.is_current(ck) and s.kernel("dbl").compiled() is ck
     s.run_cell("float twice(float x) { return 3 * x; }", name="a")   # a cell it uses: no longer current
-    assert not s.is_current(ck)
+    assert not s.store.is_current(ck)
     o = np.ones(8, np.float32)
     s.kernel("dbl")(threads=8, o=o)
     assert o.tolist() == [3.0] * 8
@@ -69,14 +69,14 @@ void dbl(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o) { o[
 def test_failed_run_keeps_the_last_good_revision(cpu_session: sk.Session) -> None:
     s = cpu_session
     s.run_cell("float g(float x) { return x + 1; }", name="g")
-    good = s.digest("g")
+    good = s.store.digest("g")
     with pytest.raises(sk.SlangCompileError):
         s.run_cell("float g(float x) { return x + ; }", name="g")
-    assert s.digest("g") == good
-    failure = s.failure("g")
+    assert s.store.digest("g") == good
+    failure = s.store.failure("g")
     assert failure is not None and failure.diagnostics[0].cell == "g"
     s.run_cell("float g(float x) { return x + 2; }", name="g")
-    assert s.failure("g") is None and s.digest("g") != good
+    assert s.store.failure("g") is None and s.store.digest("g") != good
 
 
 def test_extension_cells_only_when_their_type_is_used(cpu_session: sk.Session) -> None:
@@ -115,10 +115,10 @@ void computeMain(uint3 t: SV_DispatchThreadID) { outputBuffer[t.x] = bump(t.x); 
 def test_one_builder_for_every_request(cpu_session: sk.Session) -> None:
     s = cpu_session
     s.run_cell("float h(float x) { return N * x; }", name="h", defines={"N": "2"})
-    req = s.engine.request("compile", cell="h", target="cpp")
+    req = s.compile_service.request("compile", cell="h", target="cpp")
     assert ("N", "2") in req.defines and "-I" in req.options
-    assert req.digests == (("h", s.digest("h")),)
-    gen = s.engine.request("compile", source="float k2(float x) { return h(x); }", target="cpp")
+    assert req.digests == (("h", s.store.digest("h")),)
+    gen = s.compile_service.request("compile", source="float k2(float x) { return h(x); }", target="cpp")
     assert gen.deps[0][1] == "h" and gen.chain[-1].source.endswith("float k2(float x) { return h(x); }")
 
 
@@ -255,11 +255,11 @@ void use_lib(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o) 
     o = np.full(4, 2.0, np.float32)
     s.kernel("use_lib")(threads=4, o=o)
     assert o.tolist() == [4.0 + 30.0] * 4
-    mid, use = s.digest("mid"), s.digest("use")
+    mid, use = s.store.digest("mid"), s.store.digest("use")
     r = s.run_cell(lib.replace("x * x", "x * x * x").replace("return a;", "return b;")
                    .replace("x + 1", "x + 2"), name="lib")
     assert r.rechecked == () and r.recompiled == ("mid", "use")
-    assert (s.digest("mid"), s.digest("use")) == (mid, use)
+    assert (s.store.digest("mid"), s.store.digest("use")) == (mid, use)
     o = np.full(4, 2.0, np.float32)
     s.kernel("use_lib")(threads=4, o=o)
     assert o.tolist() == [12.0 + 0.0] * 4
@@ -274,7 +274,7 @@ def test_a_label_names_the_revision_in_every_message(cpu_session: sk.Session) ->
         s.run_cell("float lab(float x) {\n  return x +;\n}", name="In[2]", label="In[7]")
     d = info.value.diagnostics[0]
     assert (d.cell, d.line) == ("In[7]", 2) and "In[7] did not compile" in str(info.value)
-    failure = s.failure("In[2]")
+    failure = s.store.failure("In[2]")
     assert failure is not None and failure.diagnostics[0].cell == "In[7]"
     s.run_cell("float lab(float x) { return 2 * x; }", name="In[2]", label="In[8]")
     assert s.cells == ("In[2]",) and s.cell("In[2]").shown == "In[8]"
@@ -290,9 +290,9 @@ void forget_me(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o
     s.run_cell(src.replace("K", "1.0"), name="forget")
     o = np.zeros(4, np.float32)
     s.kernel("forget_me")(threads=4, o=o)
-    old = s.compile_entry("forget_me")
+    old = s.kernel("forget_me").compiled()
     s.run_cell(src.replace("K", "2.0"), name="forget")
-    assert not s.is_current(old)
+    assert not s.store.is_current(old)
     s.kernel("forget_me")(threads=4, o=o)
     assert o.tolist() == [2.0] * 4
     s.backend.dispatch(old, (1, 1, 1), {"o": o})
@@ -460,3 +460,28 @@ def test_the_folders_import_only_along_the_drawn_arrows() -> None:
         src = _folder(name)
         bad = {d for d in deps if _folder(d) != src and _folder(d) not in _FOLDER_ARROWS[src]}
         assert not bad, f"{name} ({src}/) imports {bad}: not an arrow of docs/architecture.md"
+
+
+# The side door stays shut: outside slang_kernel/engine/ nothing reads the Session's parts (its kernel
+# builds, once `session.engine`, nor its private store, service and checks); views get the narrow
+# services of engine/protocols.py and the read-only `store` and `compile_service` the Session hands out.
+_PRIVATE_PARTS = {"engine", "_builds", "_store", "_service", "_checks", "_compiler", "_replicas"}
+
+
+def test_nothing_outside_the_engine_reads_the_sessions_parts() -> None:
+    found = []
+    for folder in ("slang_kernel", "magics", "widgets", "bench", "tests"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if (ROOT / "slang_kernel" / "engine") in path.parents:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if isinstance(node, ast.Attribute) and node.attr in _PRIVATE_PARTS:
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno} .{node.attr}")
+    assert not found, "reaches into the Session's parts (use engine/protocols.py's services): " + ", ".join(found)
+
+
+def test_the_session_is_a_facade_of_at_most_25_public_names(cpu_session: sk.Session) -> None:
+    # methods and properties of the class, and the attributes a live Session sets (backend, config, ...)
+    names = {n for n in [*dir(sk.Session), *vars(cpu_session)] if not n.startswith("_")}
+    assert {"run_cell", "kernel", "function", "store", "compile_service", "backend", "config"} <= names
+    assert len(names) <= 25, f"Session has {len(names)} public names (at most 25): {sorted(names)}"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+from typing import Any, Callable
 
 import nbformat
 import pytest
@@ -19,18 +19,12 @@ CPU_ONLY = {"08_dask": "its Dask workers run the CPU backend whatever the notebo
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["cpu", pytest.param("vulkan", marks=pytest.mark.vulkan)])
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_runs(path: Path, backend: str, cache_dir: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_notebook_runs(path: Path, backend: str, cache_dir: str, open_session: Callable[..., Any],
+                       monkeypatch: pytest.MonkeyPatch) -> None:
     if backend == "vulkan" and path.stem in CPU_ONLY:
         pytest.skip(f"{path.stem}: {CPU_ONLY[path.stem]}")
     if backend == "vulkan":
-        import slang_kernel as sk
-
-        try:
-            sk.Session(backend="vulkan", cache_dir=cache_dir).close()
-        except sk.BackendUnavailable as exc:
-            if os.environ.get("SLANG_KERNEL_REQUIRE_VULKAN") == "1":
-                pytest.fail(str(exc))
-            pytest.skip(f"vulkan unavailable: {exc}")
+        open_session("vulkan").close()   # skipped (or failed, where Vulkan is required) if it does not work
     monkeypatch.setenv("SLANG_KERNEL_BACKEND", backend)
     monkeypatch.setenv("SLANG_KERNEL_CACHE_DIR", cache_dir)
     monkeypatch.delenv("SLANG_KERNEL_QUICK", raising=False)   # 10, 11 size themselves: small without a GPU

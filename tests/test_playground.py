@@ -13,35 +13,22 @@ import pytest
 import slang_kernel as sk
 from slang_kernel.playground import PlaygroundError, PlaygroundProgram
 from slang_kernel.widgets import controls_for, playground_view
+from tests.playground_shaders import image_shader
 
-# A Playground-style animated procedural image with a slider, pasted as written for the Playground.
-SHADER = r'''
-import playground;
-import rendering;
-
-[playground::TIME]
-uniform float time;
-
-[playground::SLIDER(0.5, 0.0, 1.0)]
-uniform float zoom;
-
-[playground::COLOR_PICK(0.9, 0.5, 0.2)]
-uniform float3 tint;
-
-[shader("compute")]
-[numthreads(16, 16, 1)]
-[playground::CALL::SIZE_OF("outputTexture")]
-void imageMain(uint3 dispatchThreadID : SV_DispatchThreadID)
-{
-    drawPixel(dispatchThreadID.xy, (int2 screenSize) => {
+# A Playground-style animated procedural image with a slider and a colour picker.
+SHADER = image_shader("imageMain", '''(int2 screenSize) => {
         float2 uv = float2(dispatchThreadID.xy) / float2(screenSize) - 0.5;
         float t = time;   // seconds
         float r = length(uv) * (4.0 + 40.0 * zoom);
         float v = 0.5 + 0.5 * sin(r - 3.0 * t) * cos(6.0 * atan2(uv.y, uv.x) + t);
         return float4(v * tint, 1.0);
-    });
-}
-'''
+    }''', '''
+[playground::SLIDER(0.5, 0.0, 1.0)]
+uniform float zoom;
+
+[playground::COLOR_PICK(0.9, 0.5, 0.2)]
+uniform float3 tint;
+''')
 
 
 PRINTING = r'''
@@ -78,7 +65,7 @@ void hello(uint3 id : SV_DispatchThreadID)
 @pytest.mark.vulkan
 def test_attributes_are_reflected(vulkan_session: sk.Session) -> None:
     vulkan_session.run_cell(SHADER, name="shader")
-    ck = vulkan_session.compile_entry("imageMain")
+    ck = vulkan_session.kernel("imageMain").compiled()
     assert ("playground_CALL_SIZE_OF", ("outputTexture",)) in ck.entry_point.attributes
     g = {p.name: p.attributes for p in ck.reflection.globals}
     assert g["zoom"][0][0] == "playground_SLIDER" and g["zoom"][0][1] == pytest.approx((0.5, 0.0, 1.0))

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pytest
@@ -120,12 +120,9 @@ def sessions(cache_dir: str) -> Any:
         s.close()
 
 
-def _session(sessions: dict[str, sk.Session], backend: str, cache_dir: str) -> sk.Session:
+def _session(sessions: dict[str, sk.Session], backend: str, open_session: Callable[..., sk.Session]) -> sk.Session:
     if backend not in sessions:
-        try:
-            sessions[backend] = sk.Session(backend=backend, cache_dir=cache_dir)
-        except sk.BackendUnavailable as exc:
-            pytest.skip(f"{backend} unavailable: {exc}")
+        sessions[backend] = open_session(backend)
     return sessions[backend]
 
 
@@ -161,12 +158,13 @@ BACKENDS = ["cpu", pytest.param("vulkan", marks=pytest.mark.vulkan), pytest.para
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("demo", DEMOS)
-def test_demo_matches_the_playground(demo: str, backend: str, reference: Any, sessions: Any, cache_dir: str,
+def test_demo_matches_the_playground(demo: str, backend: str, reference: Any, sessions: Any,
+                                     open_session: Callable[..., sk.Session],
                                      request: pytest.FixtureRequest) -> None:
     if (backend, demo) in KNOWN:
         request.applymarker(pytest.mark.xfail(reason=KNOWN[backend, demo], strict=True))
     ref = reference(demo)
-    got = ours(_session(sessions, backend, cache_dir), demo)
+    got = ours(_session(sessions, backend, open_session), demo)
     assert got["runnable"] == ref["runnable"]
     if not ref["runnable"]:
         print(f"\nREPORT {demo} on {backend}: compiles, not run (as in the Playground)")

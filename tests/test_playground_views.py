@@ -12,24 +12,13 @@ from IPython.utils.capture import capture_output
 
 import slang_kernel.widgets as W
 from slang_kernel.compiler.diagnostics import SlangCompileError
+from tests.playground_shaders import image_shader
 from slang_kernel.playground import PlaygroundProgram
 from tests.test_live_kernel import _frame
 
-GOOD = r'''%%slang
-import playground;
-import rendering;
-
-[playground::TIME]
-uniform float time;
-
-[shader("compute")]
-[numthreads(16, 16, 1)]
-[playground::CALL::SIZE_OF("outputTexture")]
-void imageMain(uint2 id : SV_DispatchThreadID)
-{
-    drawPixel(id, (int2 screenSize) => float4(float2(id) / float2(screenSize), 0.5 + 0.5 * sin(time), 1.0));
-}
-'''
+GOOD = "%%slang" + image_shader(
+    "imageMain", "(int2 screenSize) => float4(float2(id) / float2(screenSize), 0.5 + 0.5 * sin(time), 1.0)",
+    thread="uint2 id : SV_DispatchThreadID", at="id")
 BROKEN = GOOD.replace("0.5 + 0.5 * sin(time)", "0.5 + 0.5 * sin(tim)")   # the user's typo
 
 WIDGET = "application/vnd.jupyter.widget-view+json"

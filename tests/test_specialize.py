@@ -158,7 +158,7 @@ interface ISpEdit { float value(); };
 struct SpEditA : ISpEdit { float value() { return 5.0; } };
 """, name="sp_edit_types")
     k(threads=1, res=res)  # the same kernel object follows the new revision of the type's cell
-    assert res[0] == 5.0 and k.compiled() is not before and not s.is_current(before)
+    assert res[0] == 5.0 and k.compiled() is not before and not s.store.is_current(before)
     s.run_cell("""
 [shader("compute")] [numthreads(1, 1, 1)]
 void sp_edit(uint3 t : SV_DispatchThreadID, uniform RWStructuredBuffer<float> res) { res[0] = 9.0; }""",

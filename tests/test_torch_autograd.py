@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import slang_kernel as sk
+from tests.torch_support import cell_fixture, device as _device
 
 torch = pytest.importorskip("torch")
 
@@ -17,14 +18,7 @@ float tg_plain(float x) { return x + 1; }
 """
 
 
-@pytest.fixture(scope="module")
-def fsession(session: sk.Session) -> sk.Session:
-    session.run_cell(FUNCS, name="torch_autograd")
-    return session
-
-
-def _device(s: sk.Session) -> str:
-    return "cuda" if s.backend.name == "cuda" else "cpu"
+fsession = cell_fixture("fsession", FUNCS, "torch_autograd")
 
 
 def test_backward_fills_grad_through_bwd_diff(fsession: sk.Session) -> None:

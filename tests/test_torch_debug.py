@@ -12,6 +12,7 @@ import pytest
 import slang_kernel as sk
 from slang_kernel.views.gradients import gradient_report
 from slang_kernel.torch.debug import dispatch_times
+from tests.torch_support import cell_fixture, device as _device
 
 torch = pytest.importorskip("torch")
 
@@ -30,14 +31,7 @@ void td_scale(uint3 t: SV_DispatchThreadID, uniform float a, uniform RWStructure
 """
 
 
-@pytest.fixture(scope="module")
-def dsession(session: sk.Session) -> sk.Session:
-    session.run_cell(FUNCS, name="torch_debug")
-    return session
-
-
-def _device(s: sk.Session) -> str:
-    return "cuda" if s.backend.name == "cuda" else "cpu"
+dsession = cell_fixture("dsession", FUNCS, "torch_debug")
 
 
 def test_gradient_report_takes_tensors_that_require_grad(dsession: sk.Session) -> None:

@@ -10,6 +10,7 @@ import slang_kernel as sk
 
 torch = pytest.importorskip("torch")
 from slang_kernel.torch.ops import KernelOp  # noqa: E402  (imports torch: after the skip where it is missing)
+from tests.torch_support import cell_fixture, device as _device
 
 KERNELS = """
 [Differentiable] float ko_f(float x, float w) { return w * x * x; }
@@ -74,14 +75,7 @@ void ko_rows_bwd(uint3 t: SV_DispatchThreadID, uniform StructuredBuffer<float> x
 """
 
 
-@pytest.fixture(scope="module")
-def osession(session: sk.Session) -> sk.Session:
-    session.run_cell(KERNELS, name="torch_ops")
-    return session
-
-
-def _device(s: sk.Session) -> str:
-    return "cuda" if s.backend.name == "cuda" else "cpu"
+osession = cell_fixture("osession", KERNELS, "torch_ops")
 
 
 def _op(s: sk.Session) -> KernelOp:

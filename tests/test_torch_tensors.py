@@ -9,6 +9,7 @@ import pytest
 
 import slang_kernel as sk
 from slang_kernel.torch.tensors import scalar_dtype
+from tests.torch_support import cell_fixture, device as _device
 
 torch = pytest.importorskip("torch")
 
@@ -19,14 +20,7 @@ void tt_axpy(uint3 t: SV_DispatchThreadID, uniform float a, uniform StructuredBu
 """
 
 
-@pytest.fixture(scope="module")
-def ksession(session: sk.Session) -> sk.Session:
-    session.run_cell(KERNELS, name="torch_tensors")
-    return session
-
-
-def _device(s: sk.Session) -> str:
-    return "cuda" if s.backend.name == "cuda" else "cpu"
+ksession = cell_fixture("ksession", KERNELS, "torch_tensors")
 
 
 def test_rw_buffers_are_written_into_the_tensor_in_place(ksession: sk.Session) -> None:

@@ -93,8 +93,7 @@ class Replay(Protocol):
 
 def replay(backend: "Backend") -> Replay:
     """The backend as Replay; a clear error when it does not state "replay"."""
-    _require(backend, "replay")
-    return cast(Replay, backend)
+    return cast(Replay, _require(backend, "replay"))
 
 
 class FiniteScan(Protocol):
@@ -109,8 +108,7 @@ class FiniteScan(Protocol):
 
 def finite_scan(backend: "Backend") -> FiniteScan:
     """The backend as FiniteScan; a clear error when it does not state "finite_scan"."""
-    _require(backend, "finite_scan")
-    return cast(FiniteScan, backend)
+    return cast(FiniteScan, _require(backend, "finite_scan"))
 
 
 class KernelPaths(Protocol):
@@ -122,38 +120,35 @@ class KernelPaths(Protocol):
 
 def kernel_paths(backend: "Backend") -> KernelPaths:
     """The backend as KernelPaths; a clear error when it does not state "kernel_paths"."""
-    _require(backend, "kernel_paths")
-    return cast(KernelPaths, backend)
+    return cast(KernelPaths, _require(backend, "kernel_paths"))
 
 
-def _require(backend: "Backend", name: str) -> None:
+def _require(backend: "Backend", name: str) -> "Backend":
+    """The backend, when it states capability `name`; else BackendUnavailable saying what it offers."""
     if name not in backend.capabilities:
         raise BackendUnavailable(f"the {backend.name} backend has no {name.replace('_', ' ')} "
                                  f"(it offers: {', '.join(sorted(backend.capabilities)) or 'none'})")
+    return backend
 
 
 def device_buffers(backend: "Backend") -> DeviceBuffers:
     """The backend as DeviceBuffers; a clear error when it does not state "device_buffers"."""
-    _require(backend, "device_buffers")
-    return cast(DeviceBuffers, backend)
+    return cast(DeviceBuffers, _require(backend, "device_buffers"))
 
 
 def textures(backend: "Backend") -> Textures:
     """The backend as Textures; a clear error when it does not state "textures"."""
-    _require(backend, "textures")
-    return cast(Textures, backend)
+    return cast(Textures, _require(backend, "textures"))
 
 
 def timing(backend: "Backend") -> Timing:
     """The backend as Timing; a clear error when it does not state "timing"."""
-    _require(backend, "timing")
-    return cast(Timing, backend)
+    return cast(Timing, _require(backend, "timing"))
 
 
 def shared_arrays(backend: "Backend") -> SharedArrays:
     """The backend as SharedArrays; a clear error when it does not state "shared_arrays"."""
-    _require(backend, "shared_arrays")
-    return cast(SharedArrays, backend)
+    return cast(SharedArrays, _require(backend, "shared_arrays"))
 
 
 @dataclass(frozen=True)

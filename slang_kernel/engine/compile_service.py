@@ -92,10 +92,8 @@ class CompileService:
             assert source is not None
             names = list(self.store.by_name)
             upto_cells = [self.store.by_name[n] for n in names[: names.index(upto) + 1]] if upto else list(self.store.by_name.values())
-            idents = identifiers(source)
-            vis = visible_imports(scanner.mentions(source), frozenset(), {}, upto_cells, idents)
-            imports = self.imports_of(vis)
-            text, macros, own_options = source, self.macros(idents, ()), tuple(options)
+            imports = self.imports_for(source, upto_cells)
+            text, macros, own_options = source, self.macros(identifiers(source), ()), tuple(options)
             mod = module or "sk_gen_" + digest(source)[:12]
             label = what or mod
             digests = ()
@@ -108,6 +106,13 @@ class CompileService:
         hidden = dict(cell.hidden)
         return [self.variant(self.store.by_name[n], hidden[n]) if n in hidden else self.store.by_name[n]
                 for n in cell.imports if n in self.store.by_name]
+
+    def imports_for(self, text: str, earlier: Sequence[Cell], own: frozenset[str] = frozenset()) -> list[Cell]:
+        """The cells generated `text` placed after `earlier` imports (declaring nothing but `own`): for
+        each name it mentions, the latest earlier declaration (cells.visible_imports, the one rule a
+        cell's check follows too), each cell as the variant that hides what it must."""
+        vis = visible_imports(scanner.mentions(text) - own, frozenset(), {}, earlier, identifiers(text))
+        return self.imports_of(vis)
 
     def imports_of(self, vis: Visible, only: Sequence[str] | None = None, *, check: bool = True) -> list[Cell]:
         """The cells to import for `vis` (those named in `only`), each as the variant that hides what it must."""

@@ -11,12 +11,11 @@ import dataclasses
 import re
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from .. import scanner
 from ..backends import Backend
 from ..backends.registry import TYPE_CONFORMANCES, capability, info_of
 from ..cache import digest
 from .cell_store import CellStore
-from .cells import Cell, identifiers, visible_imports
+from .cells import Cell, identifiers
 from ..compiled import CompiledKernel, CompileRequest, Specialization, define_lines
 from .compile_service import CompileService
 from ..compiler.diagnostics import SlangCompileError, parse_diagnostics
@@ -55,9 +54,9 @@ class KernelBuilds:
         return self.store.revision
 
     @property
-    def engine(self) -> "KernelBuilds":
-        """Itself: engine parts reach `x.engine` whether given a Session or a view's service."""
-        return self
+    def compile_service(self) -> CompileService:
+        """The compile service (the IR views' raw requests, whether given a Session or this service)."""
+        return self.service
 
     def function(self, name: str) -> "SlangFunction":
         """The SlangFunction `name` (engine parts given a view's service, e.g. the gradient flow)."""
@@ -85,11 +84,6 @@ class KernelBuilds:
 
     def digest(self, name: str) -> str | None:
         return self.store.digest(name)
-
-    def compile_cell_entry(self, cell: str, entry: str, target: str | None = None) -> CompiledKernel:
-        """Entry point `entry` of cell `cell` as that cell declares it (a later cell may define a kernel
-        of the same name: compile_entry would follow that one), through the one compile path."""
-        return self.service.compile(self.service.request("compile", cell=cell, entries=[entry], target=target))[entry]
 
     def owner(self, name: str, *, kernel: bool | None = None) -> Cell:
         return self.store.owner(name, kernel=kernel)
@@ -232,12 +226,12 @@ class KernelBuilds:
             req = dataclasses.replace(req, digests=(*req.digests, *((d.name, d.digest) for d in cells)))
         else:  # the types come from the kernel's cell and the cells before it: a variant of the cell
             text += tail
-            idents = identifiers(text)
             imports = self.service.import_cells(owner)
-            vis = visible_imports(scanner.mentions(text) - owner.names, frozenset(), {}, earlier, idents)
-            imports += [c for c in self.service.imports_of(vis) if c.name not in {i.name for i in imports}]
+            imports += [c for c in self.service.imports_for(text, earlier, owner.names)
+                        if c.name not in {i.name for i in imports}]
             req = self.service.build("compile", owner.shown, f"{owner.module}_s{digest(text)[:8]}", text, imports,
-                              self.service.macros(idents, owner.own_defines), options, target=target, entries=[wname])
+                              self.service.macros(identifiers(text), owner.own_defines), options, target=target,
+                              entries=[wname])
             req = dataclasses.replace(req, digests=(*req.digests, (owner.name, owner.digest)))
         try:
             ck = self.service.compile(req)[wname]

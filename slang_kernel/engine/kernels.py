@@ -72,7 +72,7 @@ def check_parameters(kernel: CompiledKernel, values: Mapping[str, Any]) -> None:
 class ComputeKernel:
     """A compute entry point, following its name: re-running its cell (or a later cell defining the
     same name) takes effect at the next call. While the new revision does not compile, the last good
-    one keeps running (`compiled()` still returns it; the session's `failure(cell)` has the error).
+    one keeps running (`compiled()` still returns it; the session's `store.failure(cell)` has the error).
     `specialization`: what `Session.kernel(name, specialize=..., type_conformances=...)` fixed (None:
     the kernel as written); each specialization is its own compiled kernel."""
 

@@ -1,24 +1,58 @@
 """The narrow services the Session hands its views, typed once.
 
-Each view gets the one service it uses, never the Session: ComputeKernel a KernelService, the thread
-debugger a DebugService, SlangFunction a FunctionService, a PlaygroundProgram a ProgramService,
-compare a CompareService. The Session's KernelBuilds (kernel_builds.py, `session.engine`) implements
-the first four; the Session itself the last. Views
-import this module, never session.py, so the arrows point one way (docs/architecture.md).
+Each view gets the one service it uses, never the Session's parts: ComputeKernel a KernelService, the
+thread debugger a DebugService, SlangFunction a FunctionService (the Session's private KernelBuilds,
+kernel_builds.py, implements these three); a PlaygroundProgram a ProgramService, the IR views an
+IRSource, compare a CompareService (the Session itself implements these, through the two read-only
+objects it hands out: `store`, a CellLookup, and `compile_service`, a Requests). Views import this
+module, never session.py, so the arrows point one way (docs/architecture.md).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 from ..backends import Backend
 from .cells import Cell
 from ..compiled import CompiledKernel, CompileRequest, Specialization
 from ..compiler.diagnostics import SlangCompileError
-from ..compiler.reflection import FunctionInfo, ParamInfo
+from ..compiler.reflection import DeclInfo, FunctionInfo, ParamInfo
 from .finite import FiniteCheck
 
-__all__ = ["CompareService", "DebugService", "Dispatchable", "FunctionService", "KernelService", "ProgramService"]
+__all__ = ["CellLookup", "CompareService", "DebugService", "Dispatchable", "FunctionService", "IRSource",
+           "KernelService", "ProgramService", "Requests"]
+
+
+class CellLookup(Protocol):
+    """The cells' current revisions, read only (`Session.store`): what was built from what, which
+    cell defines a name, the last failure of a cell."""
+
+    @property
+    def cells(self) -> tuple[str, ...]: ...
+    @property
+    def revision(self) -> int: ...
+    def cell(self, name: str) -> Cell: ...
+    def digest(self, name: str) -> str | None: ...
+    def is_current(self, built_from: CompiledKernel | Iterable[tuple[str, str]]) -> bool: ...
+    def failure(self, name: str) -> SlangCompileError | None: ...
+    def names(self) -> dict[str, DeclInfo]: ...
+    def owner(self, name: str, *, kernel: bool | None = None) -> Cell: ...
+    def function_info(self, name: str) -> tuple[Cell, tuple[FunctionInfo, ...]]: ...
+
+
+class Requests(Protocol):
+    """Raw compiler requests through the one compile path (`Session.compile_service`): a request
+    built as the session builds its own, compiled through its cache, or run as it is (IR dumps)."""
+
+    @property
+    def options(self) -> tuple[str, ...]: ...
+    @property
+    def fingerprint(self) -> str: ...
+    def request(self, op: str, *, cell: str | None = None, source: str | None = None, upto: str | None = None,
+                append: str = "", module: str | None = None, what: str | None = None, entries: Sequence[str] = (),
+                target: str | None = None, options: Sequence[str] = (), reflect: bool = True) -> CompileRequest: ...
+    def compile(self, req: CompileRequest) -> dict[str, CompiledKernel]: ...
+    def call(self, req: CompileRequest) -> dict[str, Any]: ...
 
 
 class DebugService(Protocol):
@@ -72,14 +106,20 @@ class ProgramService(Protocol):
     @property
     def backend(self) -> Backend: ...
     @property
-    def revision(self) -> int: ...
+    def store(self) -> CellLookup: ...
     @property
-    def cells(self) -> tuple[str, ...]: ...
-    def cell(self, name: str) -> Cell: ...
-    def digest(self, name: str) -> str | None: ...
-    def is_current(self, built_from: CompiledKernel) -> bool: ...
-    def failure(self, name: str) -> SlangCompileError | None: ...
-    def compile_cell_entry(self, cell: str, entry: str, target: str | None = None) -> CompiledKernel: ...
+    def compile_service(self) -> Requests: ...
+
+
+class IRSource(Protocol):
+    """What the IR views need: which cell defines a name, a disassembly or dump request, the function
+    (a Session, or a SlangFunction's own service)."""
+
+    @property
+    def store(self) -> CellLookup: ...
+    @property
+    def compile_service(self) -> Requests: ...
+    def function(self, name: str) -> Any: ...   # a SlangFunction (autodiff.py imports this module)
 
 
 class Dispatchable(Protocol):

@@ -31,10 +31,10 @@ from .compile_service import MODULE_DIR, CompileService
 from ..compiled import CompiledKernel
 from ..compiler.client import CompilerProcess
 from ..compiler.diagnostics import SlangCompileError
-from ..compiler.reflection import DeclInfo
 from .finite import FiniteCheck
 from .kernel_builds import KernelBuilds
 from .kernels import ComputeKernel
+from .protocols import CellLookup, Requests
 
 
 __all__ = ["CODE_TARGETS", "MODULE_DIR", "CellResult", "CompiledKernel", "Session"]
@@ -72,11 +72,11 @@ class Session:
         fast_math: bool = False,
         check_finite: bool = False,
     ) -> None:
-        self.options = tuple(options)
-        self.cache = DiskCache(cache_dir, enabled=cache)
-        self.fingerprint = digest(compiler_fingerprint(), *(p.read_bytes() for p in sorted(MODULE_DIR.glob("*.slang"))))
+        disk = DiskCache(cache_dir, enabled=cache)
+        fingerprint = digest(compiler_fingerprint(), *(p.read_bytes() for p in sorted(MODULE_DIR.glob("*.slang"))))
         self.config = BackendConfig(threads=threads, checked=checked, timeout=timeout, isolate=isolate, fast_math=fast_math,
-                                    include_paths=(str(MODULE_DIR),), cache=self.cache)
+                                    include_paths=(str(MODULE_DIR),), cache=disk)
+        """How the backend runs kernels (threads, checked, timeout, isolate, fast_math) and the compile cache."""
         self.finite = FiniteCheck(check_finite)   # the NaN/Inf finder (slang_kernel.engine.finite)
         self._compiler = compiler or CompilerProcess()
         self._compiler.start()
@@ -89,11 +89,25 @@ class Session:
                 self._compiler.close()
             raise
         self._store = CellStore()
-        self._service = CompileService(self._store, self._compiler, self.cache, self.fingerprint, self.options,
+        self._service = CompileService(self._store, self._compiler, disk, fingerprint, tuple(options),
                                        {str(k): str(v) for k, v in (defines or {}).items()}, lambda: self.backend)
-        self.engine = KernelBuilds(self._store, self._service, self.finite)
-        """What views and engine parts are handed (typed by protocols.py): builds, raw requests."""
-        self._checks = CellChecks(self._store, self._service, self.engine)
+        self._builds = KernelBuilds(self._store, self._service, self.finite)   # handed to ComputeKernel & co.
+        self._checks = CellChecks(self._store, self._service, self._builds)
+
+    # -- what views are handed (read-only, typed by protocols.py) ------------------------------------
+
+    @property
+    def store(self) -> CellLookup:
+        """The cells' current revisions, read only (a CellLookup): `digest(cell)`, `is_current(built)`,
+        `failure(cell)` (the error of a cell's last run while its earlier revision still runs),
+        `revision` (counts every change), `owner(name)`, `function_info(name)`, `names()`."""
+        return self._store
+
+    @property
+    def compile_service(self) -> Requests:
+        """Raw compiler requests through the session's one compile path and cache:
+        `s.compile_service.compile(s.compile_service.request("compile", cell=..., target=...))`."""
+        return self._service
 
     # -- cells --------------------------------------------------------------------------------------
 
@@ -105,7 +119,7 @@ class Session:
         messages call this revision when not its name (a front end re-running cell `In[2]` at prompt
         [7] keeps its name and place, labelled "In[7]"). A cell with errors raises
         SlangCompileError and changes nothing (views of the cell keep its last good revision;
-        `failure(name)` holds the error until a good revision arrives).
+        `store.failure(name)` holds the error until a good revision arrives).
         """
         return self._checks.run_cell(source, name, defines=defines, options=options, label=label)
 
@@ -131,34 +145,11 @@ class Session:
         """The current revision of a cell."""
         return self._store.cell(name)
 
-    def digest(self, name: str) -> str | None:
-        """The digest of a cell's current revision (None when there is no such cell)."""
-        return self._store.digest(name)
-
-    def is_current(self, built_from: CompiledKernel | Sequence[tuple[str, str]]) -> bool:
-        """Whether everything `built_from` (a CompiledKernel, or (cell, digest) pairs) was made of is
-        still the current, compiling revision of its cells."""
-        return self._store.is_current(built_from)
-
-    def failure(self, name: str) -> SlangCompileError | None:
-        """The error of the last run of cell `name` when it did not compile (its earlier revision is
-        still the current one); None once a good revision arrived."""
-        return self._store.failure(name)
-
-    @property
-    def revision(self) -> int:
-        """Counts every change (cells, defines, backend); views compare digests instead."""
-        return self._store.revision
-
     def kernels(self) -> list[str]:
         return self._store.kernels()
 
     def functions(self) -> list[str]:
         return self._store.functions()
-
-    def names(self) -> dict[str, DeclInfo]:
-        """Every top-level name the session knows (latest definition wins), for completion."""
-        return self._store.names()
 
     # -- kernels and functions ----------------------------------------------------------------------
 
@@ -171,21 +162,17 @@ class Session:
         Each specialization is compiled once and cached like any kernel (see specialize.py)."""
         self._store.owner(name, kernel=True)
         if not specialize and not type_conformances:
-            return ComputeKernel(self.engine, name)
-        return ComputeKernel(self.engine, name, self.engine.specialization(name, specialize, type_conformances))
+            return ComputeKernel(self._builds, name)
+        return ComputeKernel(self._builds, name, self._builds.specialization(name, specialize, type_conformances))
 
     def function(self, name: str) -> SlangFunction:
         """The Slang function `name`, callable from Python (see SlangFunction)."""
-        return self.engine.function(name)
-
-    def compile_entry(self, name: str, target: str | None = None) -> CompiledKernel:
-        """Target code and reflection for a compute kernel of the current cells (cached)."""
-        return self.engine.compile_entry(name, target)
+        return self._builds.function(name)
 
     def dtype(self, type_name: str) -> Any:
         """The numpy dtype of Slang type `type_name` as a StructuredBuffer element on the current
         backend's target (see KernelBuilds.dtype)."""
-        return self.engine.dtype(type_name)
+        return self._builds.dtype(type_name)
 
     # -- views --------------------------------------------------------------------------------------
 
@@ -194,17 +181,17 @@ class Session:
         if target not in CODE_TARGETS and target != "spirv":
             raise ValueError(f"unknown target {target!r}; choose one of {', '.join(CODE_TARGETS)}")
         if name in self.kernels():
-            return self.engine.compile_entry(name, target).code
+            return self._builds.compile_entry(name, target).code
         return self.function(name).code(target)
 
     def reflection(self, target: str | None = None) -> dict[str, Any]:
         """JSON-able reflection of every kernel: parameters, types and layouts for one target."""
         target = target or self.backend.target
-        return {k: self.engine.compile_entry(k, target).reflection.to_json() for k in self.kernels()}
+        return {k: self._builds.compile_entry(k, target).reflection.to_json() for k in self.kernels()}
 
     def ir(self, name: str) -> str:
         """Slang IR (IModule::disassemble) of the cell that defines `name` (or of the cell `name`)."""
-        return self.engine.ir(name)
+        return self._builds.ir(name)
 
     def ir_graph(self, name: str, **kwargs: Any) -> dict[str, Any]:
         """Graph data of `name`'s IR for the IRGraph widget (slang_kernel.views.ir_graph, through hooks)."""
@@ -212,27 +199,6 @@ class Session:
         return graph
 
     # -- configuration ------------------------------------------------------------------------------
-
-    @property
-    def threads(self) -> int | None:
-        return self.config.threads
-
-    @property
-    def checked(self) -> bool:
-        return self.config.checked
-
-    @property
-    def timeout(self) -> float | None:
-        return self.config.timeout
-
-    @property
-    def isolate(self) -> bool:
-        return self.config.isolate
-
-    @property
-    def compiler_pid(self) -> int | None:
-        """The compiler worker's process id (None while it is not running)."""
-        return self._compiler.pid
 
     # -- backend ------------------------------------------------------------------------------------
 
@@ -258,14 +224,15 @@ class Session:
         if backend == self.backend.name:
             return self
         cells = self._store.by_name
-        state = (tuple((c.name, c.digest) for c in cells.values()), tuple(sorted(self.defines.items())), self.revision)
+        state = (tuple((c.name, c.digest) for c in cells.values()), tuple(sorted(self.defines.items())), self._store.revision)
         got = self._replicas.get(backend)
         if got is not None and got[1] == state:
             return got[0]
+        cfg = self.config
         r = got[0] if got is not None else Session(
-            backend, cache_dir=str(self.cache.root), cache=self.cache.enabled, options=self.options,
-            defines=self.defines, compiler=self._compiler, threads=self.threads, checked=self.checked,
-            timeout=self.timeout, isolate=self.isolate)
+            backend, cache_dir=str(cfg.cache.root), cache=cfg.cache.enabled, options=self._service.options,
+            defines=self.defines, compiler=self._compiler, threads=cfg.threads, checked=cfg.checked,
+            timeout=cfg.timeout, isolate=cfg.isolate)
         r._shares_compiler = True
         if list(r.cells) != [n for n in cells if n in r.cells]:  # moved cells: replay from the start
             for name in reversed(r.cells):

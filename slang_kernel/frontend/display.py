@@ -102,7 +102,7 @@ class CellSummary:
 
 
 def _signature(session: Session, name: str) -> str:
-    d = session.names().get(name)
+    d = session.store.names().get(name)
     if d is not None and d.functions:
         sigs = [f.signature for f in d.functions]
         return sigs[0] + (f"  (+{len(sigs) - 1} overloads)" if len(sigs) > 1 else "")
@@ -138,7 +138,7 @@ def summary(session: Session, result: CellResult, labels: Mapping[str, str] | No
     """What the cell defined, on which backend, in how long; later cells it recompiled or broke; warnings."""
     labels = labels or {}
     label = labels.get(result.name, result.name)
-    names = session.names()
+    names = session.store.names()
     rows: list[tuple[str, str]] = []
     for k in result.kernels:
         rows.append(("kernel", _signature(session, k)))

@@ -1,6 +1,6 @@
 """Completion, inspection and is_complete for Slang cell text (pure functions, no kernel needed).
 
-`names` is what the session knows (Session.names(): {name: DeclInfo}); the cell text being edited
+`names` is what the session knows (Session.store.names(): {name: DeclInfo}); the cell text being edited
 is not compiled yet, so declarations in it (structs, variables, parameters) are read from the text.
 """
 

@@ -264,7 +264,7 @@ class SlangKernel(IPythonKernel):
         if s is None:
             return {}, []
         try:
-            return s.names(), s.kernels()
+            return s.store.names(), s.kernels()
         except Exception:
             return {}, []
 

@@ -42,7 +42,7 @@ class _Hook:
         cells, defines = replies.notebook(fe)
         s = fe.existing_session
         try:
-            names, kernels = (s.names(), s.kernels()) if s is not None else ({}, [])
+            names, kernels = (s.store.names(), s.kernels()) if s is not None else ({}, [])
         except Exception:
             names, kernels = {}, []
         return cells, defines, names, kernels

@@ -100,7 +100,7 @@ class _Revision:
 def _compile(session: ProgramService, name: str, webgpu_bounds: bool = True) -> _Revision:
     """The current revision of cell `name`, its CALL entry points compiled for the session's backend
     (through the session's one compile path: the same cache as `compile_entry`)."""
-    c = session.cell(name)
+    c = session.store.cell(name)
     if not c.ok:
         raise SlangCompileError(f"{name} no longer compiles (a cell it uses changed)", list(c.diagnostics),
                                 {name: c.source})
@@ -108,7 +108,7 @@ def _compile(session: ProgramService, name: str, webgpu_bounds: bool = True) -> 
     compiled: dict[str, CompiledKernel] = {}
     for e in c.entry_points:
         try:
-            ck = session.compile_cell_entry(name, e)
+            ck = session.compile_service.compile(session.compile_service.request("compile", cell=name, entries=[e]))[e]
         except SlangCompileError as exc:   # the cell compiled; its kernel cannot be built for this backend
             raise PlaygroundError(f"{name} cannot run on the {session.backend.name} backend: {exc}") from None
         ck = webgpu_kernel(ck) if webgpu_bounds else ck
@@ -152,9 +152,9 @@ class PlaygroundProgram:
 
     def __init__(self, session: "Session", cell: str | None = None, *, screen: tuple[int, int] = SCREEN_SIZE,
                  base_dir: str | Path | None = None, seed: int = 0, webgpu_bounds: bool = True) -> None:
-        self.session: ProgramService = session.engine   # its narrow service (protocols.py)
+        self.session: ProgramService = session   # through its narrow service (protocols.py)
         self.webgpu_bounds = webgpu_bounds   # WebGPU's clamped indices (playground.robust); False to measure
-        self.cell = cell if cell is not None else self.session.cells[-1]
+        self.cell = cell if cell is not None else self.session.store.cells[-1]
         self.screen = screen
         self.base_dir = Path(base_dir) if base_dir is not None else Path.cwd()
         self.rng = np.random.default_rng(seed)
@@ -172,7 +172,7 @@ class PlaygroundProgram:
         self._once: set[str] = set()   # CALL::ONCE entry points due on the next frame
         self._lock = threading.RLock()
         self._bound: _Revision | None = None
-        self._seen = self.session.revision
+        self._seen = self.session.store.revision
         self._adopt(_compile(self.session, self.cell, webgpu_bounds), keep=False)
 
     # -- what it runs now
@@ -222,14 +222,14 @@ class PlaygroundProgram:
         with self._lock:
             s = self.session
             moved = s.backend is not self._rev.backend
-            changed = self._move(moved) if moved or s.revision != self._seen else False
+            changed = self._move(moved) if moved or s.store.revision != self._seen else False
             self.error = self._failure() or self._stuck
             return changed
 
     def _move(self, moved: bool) -> bool:
         s, rev = self.session, self._rev
-        if not moved and s.digest(self.cell) == rev.digest and all(map(s.is_current, rev.compiled.values())):
-            self._seen, self._stuck = s.revision, None
+        if not moved and s.store.digest(self.cell) == rev.digest and all(map(s.store.is_current, rev.compiled.values())):
+            self._seen, self._stuck = s.store.revision, None
             return False
         try:
             new = _compile(s, self.cell, self.webgpu_bounds)
@@ -240,16 +240,16 @@ class PlaygroundProgram:
             if moved:
                 self.error = f"{self.cell} cannot run on the {s.backend.name} backend: {exc}"
                 raise PlaygroundError(self.error) from None
-            self._seen = s.revision  # tried once per change of the session, not once per frame
+            self._seen = s.store.revision  # tried once per change of the session, not once per frame
             self._stuck = last_good_message(self.cell, exc)
             return False
-        self._seen, self._stuck = s.revision, None
+        self._seen, self._stuck = s.store.revision, None
         self.rebinds += 1
         return True
 
     def _failure(self) -> str | None:
         """The error of the cell's last run, when it did not compile (its last good revision runs)."""
-        exc = self.session.failure(self.cell)
+        exc = self.session.store.failure(self.cell)
         if exc is None:
             return None
         if exc is not self._failed[0]:

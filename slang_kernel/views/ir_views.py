@@ -23,7 +23,7 @@ from .ir_graph import back_edges, to_graph
 
 if TYPE_CHECKING:
     from ..compiler.reflection import FunctionInfo
-    from ..engine.session import Session
+    from ..engine.protocols import IRSource
 
 __all__ = ["AUTODIFF_PASS", "KNOWN_PASSES", "IRViews", "function_data", "graph_data_from_views", "ir_graph_data",
            "ir_views", "is_function"]
@@ -52,20 +52,20 @@ class IRViews:
     notes: list[str] = field(default_factory=list)
 
 
-def is_function(session: "Session", name: str) -> bool:
+def is_function(session: "IRSource", name: str) -> bool:
     """Whether `name` is a function of the session (not a kernel or a cell)."""
     try:
-        session.engine.function_info(name)
+        session.store.function_info(name)
         return True
     except (KeyError, TypeError):
         return False
 
 
-def _cell_of(session: "Session", name: str) -> "Cell":
+def _cell_of(session: "IRSource", name: str) -> "Cell":
     """The cell `name` names (a cell name, unless a function has that name) or that defines it."""
-    if name in session.cells and not is_function(session, name):
-        return session.cell(name)
-    return session.engine.owner(name)
+    if name in session.store.cells and not is_function(session, name):
+        return session.store.cell(name)
+    return session.store.owner(name)
 
 
 def _ad_wrapper(name: str, fn: "FunctionInfo", diff: Sequence[int]) -> str:
@@ -95,22 +95,22 @@ def _ad_wrapper(name: str, fn: "FunctionInfo", diff: Sequence[int]) -> str:
     return "\n\n" + "\n    ".join(lines) + "\n"
 
 
-def ir_views(session: "Session", name: str, pass_: str | None = None, *, autodiff: bool = True,
+def ir_views(session: "IRSource", name: str, pass_: str | None = None, *, autodiff: bool = True,
              target: str | None = None) -> IRViews:
     """IR of `name`'s cell (with ``-g``), post-autodiff IR when it is [Differentiable], and
     ``BEFORE pass_`` / ``AFTER pass_`` when a pass is named. `name` may also be a cell name."""
     cell = _cell_of(session, name)
     module = "sk_irv_" + digest(cell.source, cell.digest)[:12]
-    req = session.engine.request("disassemble", cell=cell.name, module=module, options=["-g"])
+    req = session.compile_service.request("disassemble", cell=cell.name, module=module, options=["-g"])
     offset = req.line_offset
     out = IRViews(name, cell.name, cell.source, offset)
-    reply = session.engine.call(req)
+    reply = session.compile_service.call(req)
     if not reply["ok"]:
         raise SlangCompileError(f"could not disassemble {cell.shown}",
                                 parse_diagnostics(reply["diagnostics"], {cell.shown: offset}),
                                 {cell.shown: cell.source})
     out.views["module"] = reply["ir"]
-    fn_info, diff = None, []
+    fn_info, diff = None, list[int]()
     if is_function(session, name):
         fn_obj = session.function(name)
         fn_info = fn_obj.info()
@@ -135,7 +135,7 @@ def ir_views(session: "Session", name: str, pass_: str | None = None, *, autodif
         opts = ["-g"]
         for p in wanted:
             opts += ["-dump-ir-after", p] + (["-dump-ir-before", p] if p == pass_ else [])
-        reply = session.engine.call(session.engine.request(
+        reply = session.compile_service.call(session.compile_service.request(
             "compile", cell=cell.name, append=wrapper, module=module + "_ad", entries=[entry], target=target,
             options=opts, reflect=False))
         if not reply["ok"]:
@@ -224,7 +224,7 @@ def _view_data(vid: str, title: str, mod: IRModule, cell: str, offset: int) -> d
             "errors": list(mod.errors[:20])}
 
 
-def ir_graph_data(session: "Session", name: str, pass_: str | None = None, **kwargs: Any) -> dict[str, Any]:
+def ir_graph_data(session: "IRSource", name: str, pass_: str | None = None, **kwargs: Any) -> dict[str, Any]:
     """JSON for the IRGraph widget: every view, the cell's source and what belongs together."""
     v = ir_views(session, name, pass_, **kwargs)
     return graph_data_from_views(v)

@@ -185,7 +185,7 @@ class Loader:
         """The module's CUDA and torch-binding code and its functions (SlangCompileError if it fails)."""
         with self.cell(src, key, deps, options) as (session, cell):
             module = session.cell(cell).module
-            compiled, host = (session.engine.compile(session.engine.request(
+            compiled, host = (session.compile_service.compile(session.compile_service.request(
                 "compile", cell=cell, append="", module=module, target=target))[""]
                 for target in ("cuda", "torch-binding"))
             return compiled, host, {f.name: f for d in session.cell(cell).decls for f in d.functions}

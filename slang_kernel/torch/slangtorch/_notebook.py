@@ -238,8 +238,8 @@ def module_views(module: LoadedModule) -> ModuleViews:
 
 def _module_ir(session: "Session", cell_name: str, name: str, derivatives: bool) -> ModuleIR:
     cell = session.cell(cell_name)
-    req = session.engine.request("disassemble", cell=cell.name, module=cell.module + "_irv", options=["-g"])
-    reply = session.engine.call(req)
+    req = session.compile_service.request("disassemble", cell=cell.name, module=cell.module + "_irv", options=["-g"])
+    reply = session.compile_service.call(req)
     if not reply["ok"]:
         raise SlangCompileError(f"could not disassemble {cell.shown}",
                                 parse_diagnostics(reply["diagnostics"], {cell.shown: req.line_offset}),
@@ -247,7 +247,7 @@ def _module_ir(session: "Session", cell_name: str, name: str, derivatives: bool)
     own = frozenset(f.name for d in cell.decls for f in d.functions)
     dump, notes = "", ()   # type: tuple[str, tuple[str, ...]]
     if derivatives:
-        ad = session.engine.call(session.engine.request(
+        ad = session.compile_service.call(session.compile_service.request(
             "compile", cell=cell.name, append="", module=cell.module + "_ad", target="cuda",
             options=["-g", "-dump-ir-after", AUTODIFF_PASS], reflect=False))
         if ad["ok"]:
