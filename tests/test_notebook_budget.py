@@ -59,7 +59,7 @@ def _record(name: str, runner: str, seconds: float) -> None:
 def test_notebook_runs_within_the_budget(path: Path, runner: str, tmp_path: Path, cache_dir: str) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("SLANG_KERNEL_BACKEND", "SLANG_KERNEL_QUICK")}
     env.update(SLANG_KERNEL_CACHE_DIR=cache_dir, SLANG_KERNEL_SKIP_APT="1")
-    out = tmp_path / f"{path.stem}.out.ipynb"
+    out = tmp_path / f"{path.stem}_out.ipynb"
     if runner == "jupyter execute":
         cmd = [str(JUPYTER), "execute", f"--timeout={int(BUDGET_S * 5)}", f"--output={out.with_suffix('')}", str(path)]
     else:
