@@ -115,6 +115,14 @@ def test_an_edit_continues_the_views_clock(open_session) -> None:
         (spec,) = shown[1].image._controls
         assert spec["kind"] == "time" and spec["value"] == pytest.approx(7500.0), spec
         assert prog.uniforms["time"] == pytest.approx(7.5)
+        # a failed edit: the same view is shown again (keep_cell_view) and its clock goes on from 9 s
+        shown[1].image._on_msg(None, {"type": "frame", "values": {"time": 9000.0}, "req": 2, "count": 1}, [])
+        with pytest.raises(SlangCompileError):
+            s.run_cell(BROKEN.split("\n", 1)[1], name="clock")
+        again: list = []
+        assert W.keep_cell_view(s, "clock", display=again.append)
+        (spec,) = again[0]._controls
+        assert spec["value"] == pytest.approx(9000.0) and spec["playing"], spec
     finally:
         s.close()
 

@@ -326,6 +326,12 @@ class LiveImage(ImageView):
                               for spec in self._controls]
         return clean
 
+    def carry_on(self) -> None:
+        """Make the controls' values those the frames reached (the clock where it is): a view shown
+        again (the output of a re-run cell) continues from there, where it restarted at the start."""
+        self._controls = [dict(spec, value=self.values.get(spec["name"], spec.get("value")))
+                          for spec in self._controls]
+
     def _merge(self, incoming: object) -> dict[str, Any]:
         """Validate and merge values (from the browser: its controls already show them)."""
         clean = validate_values(self.controls, incoming)

@@ -224,5 +224,7 @@ def keep_cell_view(session: "Session", cell: str, *, display: Callable[[Any], An
 
         display = _display
     for w in widgets:
+        if isinstance(w, LiveImage):
+            w.carry_on()   # shown again: its clock goes on from where it is
         display(w)
     return True
