@@ -40,7 +40,6 @@ NOTEBOOKS = ("notebooks/01_first_shader.ipynb", "notebooks/00_quickstart.ipynb")
 NOT_IMPORTED = {
     "jupyterlab": "the front end the labextension is for; brings `jupyter lab` and `jupyter execute`",
     "ipywidgets": "the widget manager of JupyterLab 4 / Notebook 7 that anywidget renders through",
-    "tqdm": "the progress bars of the training notebooks (10, 11: tqdm.auto), which users run as they are",
 }
 # imported, optional (the importing module says how to get it), and the extra that brings it
 OPTIONAL_IMPORTS = {

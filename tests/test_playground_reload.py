@@ -130,6 +130,21 @@ def test_broken_edit_keeps_the_last_good_revision_until_a_fix(cpu_session: sk.Se
     assert p.frame().read("out").tolist() == [3, 4, 5, 6] and p.error is None   # fixed: the new code, k kept
 
 
+def test_the_banner_names_the_one_cell_the_user_edited(cpu_session: sk.Session) -> None:
+    # as the front ends run it: the cell keeps its first name (In[1]) and shows its latest prompt (In[3])
+    s = cpu_session
+    s.run_cell(BUFFERS.replace("EXPR", "k * t.x"), name="In[1]", label="In[1]")
+    p = PlaygroundProgram(s, "In[1]")
+    p.frame()
+    with pytest.raises(sk.SlangCompileError):
+        s.run_cell(BUFFERS.replace("EXPR", "k * t.x +"), name="In[1]", label="In[3]")
+    p.frame()
+    assert p.error is not None
+    head = p.error.splitlines()[0]
+    assert head == "In[3] did not compile: still running the last good revision.", p.error
+    assert "In[1]" not in p.error and "k * t.x +" in p.error
+
+
 def test_a_dependency_edit_reaches_the_program_and_a_break_is_shown(cpu_session: sk.Session) -> None:
     s = cpu_session
     s.run_cell("float shade(float x) { return x + 1.0; }", name="lib")

@@ -89,6 +89,33 @@ def test_playground_view_follows_edits_inputs_and_errors(open_session) -> None:
         vk.close()
 
 
+def test_an_edit_continues_the_views_clock(open_session) -> None:
+    # the view played to t = 7.5 s; the edited cell's new view shows t = 7500 ms, not the program's
+    # own clock since it was made (it read ~0 s after a quick edit)
+    s = open_session("cpu")
+    try:
+        s.run_cell(GOOD.split("\n", 1)[1], name="clock")
+        shown: list = []
+        prog = W.show_cell(s, "clock", display=shown.append)
+        assert prog is not None
+        shown[0].image._on_msg(None, {"type": "frame", "values": {"time": 7500.0}, "req": 1, "count": 1}, [])
+        s.run_cell(GOOD.split("\n", 1)[1].replace("0.5 + 0.5", "0.25 + 0.5"), name="clock")
+        assert W.show_cell(s, "clock", display=shown.append) is prog
+        (spec,) = shown[1].image._controls
+        assert spec["kind"] == "time" and spec["value"] == pytest.approx(7500.0), spec
+        assert prog.uniforms["time"] == pytest.approx(7.5)
+        # a failed edit: the same view is shown again (keep_cell_view) and its clock goes on from 9 s
+        shown[1].image._on_msg(None, {"type": "frame", "values": {"time": 9000.0}, "req": 2, "count": 1}, [])
+        with pytest.raises(SlangCompileError):
+            s.run_cell(BROKEN.split("\n", 1)[1], name="clock")
+        again: list = []
+        assert W.keep_cell_view(s, "clock", display=again.append)
+        (spec,) = again[0]._controls
+        assert spec["value"] == pytest.approx(9000.0) and spec["playing"], spec
+    finally:
+        s.close()
+
+
 @pytest.mark.vulkan
 def test_rerunning_a_playground_cell_continues_its_program(open_session) -> None:
     from tests.test_playground_reload import GREEN, LIVE, RED
@@ -106,7 +133,8 @@ def test_rerunning_a_playground_cell_continues_its_program(open_session) -> None
         assert shown[0].image.comm is None                         # the replaced output's widget is closed
         assert shown[1].image.comm is not None
         controls = shown[1].image.controls
-        assert controls["gain"].value == 0.25 and controls["time"].default > 0   # the slider and the clock go on
+        assert controls["gain"].value == 0.25   # the slider goes on, and the clock where it was (ms)
+        assert controls["time"].default == pytest.approx(5000.0 * 1000.0)
         assert tuple(shown[1].image.image[0, 0]) == (0, 64, 0, 255)
     finally:
         vk.close()

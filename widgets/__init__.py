@@ -10,6 +10,8 @@ The views themselves depend only on numpy arrays and callbacks, not on the Slang
   before/after a pass), laid out in the browser by the vendored dagre (``vendor/``).
 * :class:`GradientFlow` - autodiff gradients vs finite differences on a data-flow graph; gradient
   buffers of a training loop over iterations (``record``).
+* :class:`Progress` - a training loop's progress bar (a display output, not a widget: the saved
+  notebook shows where the run ended).
 
 Two modules bind them to the engine (one way: the engine imports no widget), following their cells
 as they are re-run (hot reload):
@@ -26,6 +28,7 @@ from .gradient_flow import GradientFlow
 from .image_view import ImageView, LiveImage
 from .ir_graph import IRGraph
 from .live_kernel import LiveKernelImage, live
+from .progress import Progress
 from .playground_view import PlaygroundImage, PlaygroundView, controls_for, keep_cell_view, playground_view, show_cell
 
 __all__ = [
@@ -34,6 +37,7 @@ __all__ = [
     "LiveImage",
     "IRGraph",
     "GradientFlow",
+    "Progress",
     "Control",
     "Slider",
     "Color",

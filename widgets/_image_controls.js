@@ -11,7 +11,10 @@ export function liveControls(ctrlBox, root, model, stream) {
   let playBtn = null, timeLbl = null;
   c.setPlaying = (on) => {
     stream.play(on);
-    if (playBtn) playBtn.textContent = stream.playing ? "\u23f8 pause" : "\u25b6 play";
+    if (!playBtn) return;
+    // the icon is drawn by CSS (.sk-play::before): the fonts of a notebook may lack U+23F8 (a box)
+    playBtn.textContent = stream.playing ? "pause" : "play";
+    playBtn.dataset.state = stream.playing ? "playing" : "paused";
   };
   c.showTime = () => { if (timeLbl) timeLbl.textContent = `t = ${stream.timeMs.toFixed(0)} ms`; };
   c.build = (first) => {

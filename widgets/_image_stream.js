@@ -5,14 +5,16 @@
 // frames per request (rendered back to back, at most one per display refresh): each request costs
 // a kernel busy/idle round that JupyterLab redraws its toolbar, status bar and tab icon for, which
 // on a small machine cost more than the frames. Slow renders (> SLOW ms) go one at a time, so a
-// control change never waits behind a batch.
-const LOW = 2, BATCH = 3, SLOW = 25, FRAME_MS = 1000 / 60;
+// control change never waits behind a batch. A drag's positions between two requests travel as the
+// request's `path`: the kernel runs a frame at each before the one it sends (at most MAX_PATH).
+const LOW = 2, BATCH = 3, SLOW = 25, FRAME_MS = 1000 / 60, MAX_PATH = 48;
 
 export class FrameStream {
   constructor(model) {
     this.model = model;
     this.inFlight = new Map(); // request id -> {t: performance.now() when sent, left: frames to come}
     this.nextReq = 1; this.pending = {}; this.hasPending = false;
+    this.path = [];            // values passed through since the last request (a drag's positions)
     this.renderMs = 0;         // the kernel's last render time (a frame's render_ms)
     this.playing = false; this.timeMs = 0; this.playStart = 0; this.frameId = 0;
     this.timeCtl = undefined; this.frameCtl = undefined;  // the controls a playing loop advances
@@ -20,6 +22,14 @@ export class FrameStream {
   }
   outstanding() { let n = 0; for (const r of this.inFlight.values()) n += r.left; return n; }
   want(values) { Object.assign(this.pending, values); this.hasPending = true; this.pump(); }
+  pass(values) { this.path.push(values); }
+  takePath() {
+    // the passed values but the last (the request's own values), evenly thinned to MAX_PATH
+    const p = this.path.slice(0, -1);
+    this.path = [];
+    if (p.length <= MAX_PATH) return p;
+    return Array.from({ length: MAX_PATH }, (_, i) => p[Math.floor(((i + 1) * p.length) / MAX_PATH) - 1]);
+  }
   pump() {
     const now = performance.now();
     for (const [id, r] of this.inFlight) if (now - r.t > 10000) this.inFlight.delete(id); // lost (kernel restart)
@@ -35,7 +45,9 @@ export class FrameStream {
     this.pending = {}; this.hasPending = false;
     const req = this.nextReq++;
     this.inFlight.set(req, { t: now, left: count });
-    this.model.send({ type: "frame", values, req, count, interval_ms: this.playing ? FRAME_MS : 0, lossy: true });
+    const path = this.takePath();
+    this.model.send({ type: "frame", values, req, count, interval_ms: this.playing ? FRAME_MS : 0, lossy: true,
+                      ...(path.length ? { path } : {}) });
   }
   settle(m) {
     // a frame (or error) arrived: one of request m.part's frames, or the last one of m.reqs;

@@ -23,7 +23,7 @@ export function detailPanel(side, w) {
     const v = viewOf(vid);
     detail.innerHTML = "";
     const t = el("div", "sk-irg-dtitle", detail, `${fname(f)}${f.role ? " — " + f.role + " of " + f.primal : ""}`);
-    t.title = f.name;
+    t.title = fname(f);
     root.dataset.detailFn = `${vid}|${f.id}`;
     el("div", "", detail, `${v.title} · ${f.blocks.length} blocks · ${f.n_insts} instructions`);
     if (f.decorations.length) el("div", "sk-irg-deco", detail, f.decorations.join(", "));
@@ -37,11 +37,16 @@ export function detailPanel(side, w) {
     const sel = { view: vid, function: fid, inst: iid, text: i.text, line };
     if (fromClick) { model.set("selected", sel); model.save_changes(); }
     detail.innerHTML = "";
-    el("div", "sk-irg-dtitle", detail, `${fname(f)} · %${block.label}`).title = f.name;
-    el("pre", "sk-irg-itext", detail, i.text).title = i.raw_text || i.text;
+    el("div", "sk-irg-dtitle", detail, `${fname(f)} · %${block.label}`).title = fname(f);
+    el("pre", "sk-irg-itext", detail, i.text).title = i.text;
     root.dataset.detailFn = `${vid}|${fid}`;
-    if (i.type) el("div", "", detail, `type: ${i.type}`);
+    if (i.type) el("div", "sk-irg-type", detail, `type: ${i.type}`);
     if (i.nodiff) el("div", "sk-irg-flag", detail, "no_diff / treat-as-differentiable call");
+    if (i.raw_text || f.label !== f.name) {  // the IR's own names, folded: search and the IR dump use them
+      const raw = el("details", "sk-irg-raw", detail);
+      el("summary", "", raw, "IR as printed");
+      el("pre", "", raw, `${f.name}\n${i.raw_text || i.text}`);
+    }
     el("div", "sk-irg-loc", detail, line ? `${data().cell} line ${line}, column ${i.loc[1]}` : "no source location (generated or library code)");
     root.dataset.selected = iid;
     root.dataset.selectedLine = line ? String(line) : "";

@@ -31,7 +31,9 @@ function drawEdges(g, layer) {
   }
 }
 
-const instText = (i) => `${(i.name || "").toLowerCase()} %${i.id} ${i.op.toLowerCase()} ${(i.callee || "").toLowerCase()}`;
+// what search matches: the names as shown and as the IR spells them
+const instText = (i) => [i.name, i.raw_name, "%" + i.id, i.id_label, i.op, i.callee, i.callee_label]
+  .filter(Boolean).join(" ").toLowerCase();
 
 // Column `vid`/`f` (f null: the module level) of graph `g` into `layer`. drawn: {matchables (what
 // search can centre on), instEls ("view|fn|inst" -> [elements]), fnEls ("view|fn" -> element)};
@@ -52,12 +54,12 @@ export function drawColumn(vid, f, g, layer, drawn, on) {
       const grp = sv("g", { class: "sk-irg-fnnode", transform: `translate(${x0},${y0})` }, layer);
       sv("rect", { width: n.width, height: n.height, rx: 5, fill: "#fff", stroke: roleColor(n.fn), "stroke-width": 2 }, grp);
       sv("text", { x: 8, y: 17, class: "sk-irg-fntext" }, grp, n.label);
-      sv("title", {}, grp, n.fn.name);
+      sv("title", {}, grp, n.fn.label || n.fn.name);
       grp.dataset.fn = n.fn.id;
       drawn.fnEls.set(`${vid}|${n.fn.id}`, grp);
       grp.addEventListener("dblclick", () => on.open(n.fn.id));
       grp.addEventListener("click", on.click(() => on.showFunction(vid, n.fn)));
-      drawn.matchables.push({ el: grp, text: n.fn.name.toLowerCase(), x: n.x, y: n.y, layer });
+      drawn.matchables.push({ el: grp, text: `${n.fn.name} ${n.fn.label || ""}`.toLowerCase(), x: n.x, y: n.y, layer });
       continue;
     }
     if (n.stub) {  // a use of a widely used value
@@ -73,7 +75,7 @@ export function drawColumn(vid, f, g, layer, drawn, on) {
       sv("rect", { width: n.width, height: n.height, rx: 4 }, grp);
       sv("text", { x: 7, y: 14 }, grp, n.label);
       grp.dataset.inst = i.id;
-      sv("title", {}, grp, i.raw_text || i.text);
+      sv("title", {}, grp, i.text);   // demangled; the details show the IR as printed
       grp.addEventListener("click", on.click(() => on.select(vid, f.id, i.id, true)));
       addInstEl(i.id, grp);
       drawn.matchables.push({ el: grp, text: instText(i), x: n.x, y: n.y, layer });
@@ -93,7 +95,7 @@ export function drawColumn(vid, f, g, layer, drawn, on) {
       sv("rect", { x: 2, y: 0, width: n.width - 4, height: ROW }, rg);
       sv("text", { x: 8, y: 11 }, rg, row);
       rg.dataset.inst = i.id;
-      sv("title", {}, rg, i.raw_text || i.text);
+      sv("title", {}, rg, i.text);
       rg.addEventListener("click", on.click(() => on.select(vid, f.id, i.id, true)));
       addInstEl(i.id, rg);
       drawn.matchables.push({ el: rg, text: instText(i), x: n.x, y: y0 + HEAD + k * ROW, layer });

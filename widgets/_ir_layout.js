@@ -25,7 +25,7 @@ export const clip = (s, n) => (s.length > n ? s.slice(0, n - 1) + "…" : s);
 export const fname = (f) => (f && (f.label || f.name)) || "";
 
 function instLabel(i) {
-  const name = i.name || (/^\d+$/.test(i.id) ? "%" + i.id : i.id);
+  const name = i.name || (/^\d+$/.test(i.id) ? "%" + i.id : i.id_label || i.id);
   if (i.op === "param") return `${name}: ${i.type || ""}`;
   if (i.op === "call" && i.callee) return `${name} = call ${i.callee_label || i.callee}`;
   return i.type ? `${name} = ${i.op}` : i.op;
@@ -102,7 +102,7 @@ export function layoutDataflow(vid, f, CH, collapsed) {
       if (!s || s === dst) continue;
       if (uses.get(op) > HUB) {
         const st = `s:${op}:${i.id}`, def = g.node(s);
-        const name = def && def.inst ? (def.inst.name || "%" + op) : "%" + op;
+        const name = def && def.inst ? (def.inst.name || "%" + (def.inst.id_label || op)) : "%" + op;
         g.setNode(st, { width: clip(name, 14).length * CH + 10, height: 14, stub: clip(name, 14), ref: op });
         g.setEdge(st, dst, { kind: "use" }, "u" + op);
       } else if (!g.hasEdge(s, dst, "u" + op)) g.setEdge(s, dst, { kind: "use" }, "u" + op);

@@ -149,7 +149,9 @@ class FrameRequest(TypedDict, total=False):
     ``reqs: [req, ...]`` (the requests it completes). count: how many frames (1..4; a playing loop
     asks for several per request, Time and Frame advanced for each), interval_ms: at least this long
     between frames. The browser asks again only when fewer than two frames are on their way, each
-    request carrying the newest values, so frames never queue up. lossy: JPEG is acceptable.
+    request carrying the newest values, so frames never queue up. lossy: JPEG is acceptable. path:
+    values a drag passed since the last request (at most 48), a frame run at each and not sent
+    before the request's own frame (a painting demo draws the stroke between them).
     """
 
     type: Literal["frame"]
@@ -158,6 +160,7 @@ class FrameRequest(TypedDict, total=False):
     count: int
     interval_ms: float
     lossy: bool
+    path: list[dict[str, object]]
 
 
 class PausedNotice(TypedDict):

@@ -231,6 +231,9 @@ function render({ model, el: host }) {
     if (!meta.width) { info.textContent = meta.error || "computing\u2026"; heat = null; plot.width = 0; return; }
     const codes = typed(model.get("_heat"), Uint8Array);
     const lut = typed(model.get("_lut"), Uint8Array);
+    // marimo applies a change of several traits one by one: the meta may come before its codes
+    // (change:_heat draws again), where Jupyter has both at once
+    if (codes.length < meta.width * meta.height || lut.length < 768) { info.textContent = "computing\u2026"; heat = null; return; }
     plot.width = meta.width; plot.height = meta.height;
     const k = Math.max(1, Math.floor(512 / Math.max(meta.width, meta.height)));
     plot.style.width = meta.width * k + "px"; plot.style.height = meta.height * k + "px";
@@ -307,7 +310,7 @@ function render({ model, el: host }) {
     else if (mode === "histogram") drawHist();
   }
   function onData() { setupColumns(); cache = null; inFlight = null; goTo(Math.min(start, maxStart())); onMode(); }
-  const listeners = [["change:_version", onData], ["change:mode", onMode], ["change:_heat_meta", onMode],
+  const listeners = [["change:_version", onData], ["change:mode", onMode], ["change:_heat_meta", onMode], ["change:_heat", onMode],
     ["change:_hist", onMode], ["change:column", onMode], ["msg:custom", onCustom]];
   for (const [ev, fn] of listeners) model.on(ev, fn);
   setupColumns();

@@ -14,6 +14,8 @@ import { liveControls } from "./_image_controls.js";
 import { fmt, tonemap, typedView } from "./_image_pixels.js";
 import { FrameStream } from "./_image_stream.js";
 
+const STROKE_STEP = 2;  // image pixels between the mouse positions of a drag's frames
+
 function render({ model, el: host }) {
   const root = el("div", "sk-img", host);
   root.dataset.frames = "0";
@@ -223,9 +225,22 @@ function render({ model, el: host }) {
     showHover(ev);
     if (!drag) return;
     if (drag.mode === "mouse") {
-      const p = toImage(ev);
-      mouse = [p.x, p.y, mouse[2], mouse[3]];
-      stream.want({ [controls.mouseCtl.name]: mouse.slice() });
+      // every position the pointer passed (the browser coalesces moves between two animation
+      // frames), joined by points at most STROKE_STEP pixels apart: the frames before the next one
+      // run at each (a painting demo draws a stroke, not a dot per frame that came back)
+      const name = controls.mouseCtl.name;
+      const evs = typeof ev.getCoalescedEvents === "function" ? ev.getCoalescedEvents() : [];
+      for (const e of evs.length ? evs : [ev]) {
+        const p = toImage(e);
+        const n = Math.ceil(Math.hypot(p.x - mouse[0], p.y - mouse[1]) / STROKE_STEP);
+        for (let i = 1; i < n; i++) {
+          const f = i / n;
+          stream.pass({ [name]: [mouse[0] + (p.x - mouse[0]) * f, mouse[1] + (p.y - mouse[1]) * f, mouse[2], mouse[3]] });
+        }
+        mouse = [p.x, p.y, mouse[2], mouse[3]];
+        stream.pass({ [name]: mouse.slice() });
+      }
+      stream.want({ [name]: mouse.slice() });
       return;
     }
     if (Math.abs(ev.clientX - drag.cx) + Math.abs(ev.clientY - drag.cy) > 3) drag.moved = true;

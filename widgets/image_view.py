@@ -35,6 +35,7 @@ log = logging.getLogger("slang_kernel.widgets")
 JPEG_QUALITY = 90
 MAX_BATCH = 4           # frames one request may ask for
 MAX_INTERVAL_MS = 100  # the longest pause between the frames of a batch (the kernel waits meanwhile)
+MAX_PATH = 48          # frames run (not sent) at the positions a drag passed before a request
 
 
 def _frame_payload(img: np.ndarray, seq: int, lossy: bool = False,
@@ -327,6 +328,12 @@ class LiveImage(ImageView):
                               for spec in self._controls]
         return clean
 
+    def carry_on(self) -> None:
+        """Make the controls' values those the frames reached (the clock where it is): a view shown
+        again (the output of a re-run cell) continues from there, where it restarted at the start."""
+        self._controls = [dict(spec, value=self.values.get(spec["name"], spec.get("value")))
+                          for spec in self._controls]
+
     def _merge(self, incoming: object) -> dict[str, Any]:
         """Validate and merge values (from the browser: its controls already show them)."""
         clean = validate_values(self.controls, incoming)
@@ -377,6 +384,7 @@ class LiveImage(ImageView):
         count = int(_bounded(content.get("count"), 1, MAX_BATCH, 1))
         interval = _bounded(content.get("interval_ms"), 0, MAX_INTERVAL_MS, 0) / 1e3
         self._lossy = self.lossy and content.get("lossy") is True
+        self._run_path(content.get("path"))
         self._merge(content.get("values", {}))
         base = dict(self.values)
         for i in range(count):
@@ -397,6 +405,23 @@ class LiveImage(ImageView):
                 self._reqs, self._part = [], None
                 self.send(err)
                 return
+
+    def _run_path(self, path: object) -> None:
+        """Frames at the values a drag passed since the last request, rendered and not sent: a
+        painting program draws at each, so the frame sent shows a stroke (before, the positions
+        between two frames on their way were lost and a fast drag painted dots)."""
+        if not isinstance(path, list):
+            return
+        if len(path) > MAX_PATH:   # thinned evenly, as the browser does
+            path = [path[(i + 1) * len(path) // MAX_PATH - 1] for i in range(MAX_PATH)]
+        for step in path:
+            if not self._merge(step):
+                continue
+            try:
+                self.render(dict(self.values))
+            except Exception:  # noqa: BLE001 - the request's own frame reports it
+                return
+            self.frames_rendered += 1
 
     def _advance(self, base: dict[str, Any], i: int) -> None:
         """Values for frame ``i`` of a batch: time moves on by the real time since the request came,

@@ -186,12 +186,15 @@ def show_cell(session: "Session", cell: str, *, display: Callable[[Any], Any] | 
         prog.follow()
         if prog.error is not None or not prog.runnable:
             prog = None   # it cannot move to this revision: a new program says why, as on a first run
+    clock: dict[str, Any] = {}
     if prog is None:
         prog = PlaygroundProgram(session, cell)
+    else:   # the re-run cell's new view continues the clock the old one showed (it restarted at 0)
+        clock = {n: prog.uniforms[n] for n, i in prog.inputs.items() if i.kind == "TIME" and n in prog.uniforms}
     if not prog.runnable:
         known.pop(cell, None)
         return None
-    prog.frame()
+    prog.frame(**clock)
     if prog.printed:
         print(prog.printed, end="" if prog.printed.endswith("\n") else "\n")
     view = playground_view(prog)
@@ -221,5 +224,7 @@ def keep_cell_view(session: "Session", cell: str, *, display: Callable[[Any], An
 
         display = _display
     for w in widgets:
+        if isinstance(w, LiveImage):
+            w.carry_on()   # shown again: its clock goes on from where it is
         display(w)
     return True

@@ -126,6 +126,9 @@ class SlangKernel(IPythonKernel):
             self.slang_session
         except Exception as exc:
             self.log.warning("the Slang session could not start: %s", exc)
+        lsp = self._assistant()
+        if lsp is not None:  # start the language server now: the first Shift-Tab finds it ready
+            lsp.client.ensure(0)
 
     @property
     def slang_session(self) -> Session:
@@ -289,7 +292,7 @@ class SlangKernel(IPythonKernel):
                     reply["matches"] = ours["matches"] + theirs
             return reply
         names, kernels = self._names()
-        cells, defines = replies.notebook(self.frontend)
+        cells, defines = replies.notebook(self.frontend, code)
         return replies.complete_reply(self._assistant(), cells, code, cursor_pos, defines, names, kernels,
                                       kernel_params=self._kernel_params)
 
@@ -307,7 +310,7 @@ class SlangKernel(IPythonKernel):
             return super().do_inspect(code, cursor_pos, detail_level, omit_sections)
         names, kernels = self._names()
         own = completion.inspect(code, cursor_pos, names, kernels, owner=self._owner)
-        cells, defines = replies.notebook(self.frontend)
+        cells, defines = replies.notebook(self.frontend, code)
         return replies.inspect_reply(self._assistant(), cells, code, cursor_pos, defines, own)
 
     def do_is_complete(self, code: str) -> Any:

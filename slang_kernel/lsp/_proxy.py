@@ -16,7 +16,10 @@ between it and the editor and does what the server cannot be told on its command
   edits);
 - diagnostics: redeclaration conflicts are dropped (a later cell may redefine a name);
 - answers: "Defined in <root>/.virtual_documents/nb.ipynb(12)" (a scratch file, a line of it)
-  reads "Defined in nb.ipynb";
+  reads "Defined in In[3], line 2" (the cell, by its execution count or its place, from the saved
+  notebook: `saved`), or "Defined in nb.ipynb" while the saved notebook differs from the editor;
+- hover just after a name (a pointer over the right half of its last letter lands there: `f` in
+  `f(x)` half the time) answers for the name, where the server answers nothing;
 - crashes: if the server dies (Slang can crash on some inputs), a new one is started and given the
   settings and the open documents; requests in flight are answered with null. After 5 crashes
   within a minute it stops restarting and answers every request with null.
@@ -24,6 +27,8 @@ between it and the editor and does what the server cannot be told on its command
 
 from __future__ import annotations
 
+import itertools
+import os
 import subprocess
 import sys
 import threading
@@ -31,7 +36,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from . import _text
+from . import _text, saved
 from ._wire import Writer, read_message
 
 __all__ = ["MODULE_DIR", "Proxy", "flatten_settings"]
@@ -96,6 +101,9 @@ class Proxy:
         self._child: subprocess.Popen[bytes] | None = None
         self._to_server: Writer | None = None
         self._held: list[dict[str, Any]] | None = None  # messages for a server still initializing
+        self._hovers: dict[Any, dict[str, Any]] = {}   # editor hover id -> its params
+        self._retries: dict[Any, Any] = {}             # id of a hover asked again -> the editor's id
+        self._ids = itertools.count(_OWN_ID + 1)
 
     # -- settings -------------------------------------------------------------------------------------
 
@@ -197,9 +205,13 @@ class Proxy:
                 self._replayed()
                 return
             with self._lock:
+                if self._hover_again(rid, msg.get("result")):
+                    return
+                rid = self._retries.pop(rid, rid)
+                msg = dict(msg, id=rid)
                 self._pending.discard(rid)
             if isinstance(msg.get("result"), (dict, list)):
-                msg["result"] = _text.relabel(msg["result"])
+                msg["result"] = _text.relabel(msg["result"], self.where)
             if rid == self._init_id and isinstance(msg.get("result"), dict):
                 caps = msg["result"].setdefault("capabilities", {})
                 caps["textDocumentSync"] = {"openClose": True, "change": 1}  # whole documents
@@ -215,6 +227,38 @@ class Proxy:
             params = msg.get("params") or {}
             params["diagnostics"] = _text.filtered(params.get("diagnostics") or [])
         self._out.send(msg)
+
+    def _hover_again(self, rid: Any, result: Any) -> bool:
+        """An empty hover just after a name is asked again one character left (True: sent)."""
+        params = self._hovers.pop(rid, None)
+        if params is None or (isinstance(result, dict) and result.get("contents")):
+            return False
+        pos = params.get("position") or {}
+        text = self._raw.get(str((params.get("textDocument") or {}).get("uri")), "")
+        at = _text.offset_at(text, pos)
+        if at == 0 or not (text[at - 1].isalnum() or text[at - 1] == "_"):
+            return False
+        again = next(self._ids)
+        self._retries[again] = rid
+        left = dict(pos, character=max(0, int(pos.get("character", 0)) - 1))
+        self._send({"jsonrpc": "2.0", "id": again, "method": "textDocument/hover",
+                    "params": dict(params, position=left)})
+        return True
+
+    def where(self, path: str, line: int) -> str | None:
+        """"In[3], line 2" for a line of a jupyter-lsp scratch document, from the saved notebook
+        (None when it is not saved as the editor has it)."""
+        real = os.path.realpath(path)
+        text = next((t for u, t in self._raw.items() if os.path.realpath(_text.uri_path(u)) == real), None)
+        folder, name = notebook_dir(path), Path(path).name
+        if text is None or folder is None or ".ipynb" not in name:
+            return None
+        cells = saved.saved_cells(Path(folder) / (name.split(".ipynb")[0] + ".ipynb"), slang_kernel=True)
+        for slang_kernel in (True, False):  # a Slang-kernel notebook's document, or a Python one's
+            found = saved.cell_of_line(text, line, cells, slang_kernel)
+            if found is not None:
+                return f"{saved.label(found[0])}, line {found[1]}"
+        return None
 
     # -- editor -> server --------------------------------------------------------------------------------
 
@@ -240,6 +284,8 @@ class Proxy:
                 self._user = flatten_settings(params.get("settings"))
                 self._push_settings()
                 return
+            elif method == "textDocument/hover" and "id" in msg:
+                self._hovers[msg["id"]] = params
             elif method == "textDocument/didOpen":
                 doc = params["textDocument"]
                 uri, text = doc["uri"], doc.get("text", "")

@@ -10,7 +10,7 @@ in the session): the earlier declaration is blanked, so Slang sees no conflict o
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 from urllib.parse import unquote, urlparse
 
 from ..scanner import Decl, blank, closing, declarations, split_commas
@@ -123,22 +123,28 @@ def end_position(text: str) -> dict[str, int]:
     return position_at(text, len(text))
 
 
-# "Defined in <root>/.virtual_documents/sub/nb.ipynb.python-slang.slang(12)": group 1 is "nb.ipynb"
-_VIRTUAL_DEFINED_IN = re.compile(r"Defined in (?:[^\n()]*/)?\.virtual_documents/(?:[^\n()]*/)?"
-                                 r"([^/\n()]+?\.ipynb|[^/\n()]+?)(?:\.[\w.-]*)?\(\d+\)")
+# "Defined in <root>/.virtual_documents/sub/nb.ipynb.python-slang.slang(12)": group 2 is "nb.ipynb",
+# group 1 the scratch file's path, group 3 its line
+_VIRTUAL_DEFINED_IN = re.compile(r"Defined in ((?:[^\n()]*/)?\.virtual_documents/(?:[^\n()]*/)?"
+                                 r"([^/\n()]+?\.ipynb|[^/\n()]+?)(?:\.[\w.-]*)?)\((\d+)\)")
 
 
-def relabel(value: Any) -> Any:
+def relabel(value: Any, where: Callable[[str, int], str | None] | None = None) -> Any:
     """Strings inside a server answer with "Defined in <jupyter-lsp scratch file>(line)" as
-    "Defined in <notebook>" (the scratch file's lines are not the notebook's)."""
+    "Defined in In[3], line 2" (`where(scratch path, line)` names the cell), or as "Defined in
+    <notebook>" where it cannot (the scratch file's lines are not the notebook's)."""
+    def sub(m: re.Match[str]) -> str:
+        cell = where(m.group(1), int(m.group(3))) if where is not None else None
+        return f"Defined in {cell or m.group(2)}"
+
     if isinstance(value, str):
         if "Defined in" not in value:
             return value
-        return _VIRTUAL_DEFINED_IN.sub(lambda m: f"Defined in {m.group(1)}", value)
+        return _VIRTUAL_DEFINED_IN.sub(sub, value)
     if isinstance(value, list):
-        return [relabel(v) for v in value]
+        return [relabel(v, where) for v in value]
     if isinstance(value, dict):
-        return {k: relabel(v) for k, v in value.items()}
+        return {k: relabel(v, where) for k, v in value.items()}
     return value
 
 

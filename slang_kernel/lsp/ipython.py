@@ -37,9 +37,9 @@ class _Hook:
             self._assistant, self._made = replies.assistant_from_env(), True
         return self._assistant
 
-    def _state(self) -> tuple[Any, Any, Any, Any]:
+    def _state(self, code: str = "") -> tuple[Any, Any, Any, Any]:
         fe = FrontEnd.of(self.shell)
-        cells, defines = replies.notebook(fe)
+        cells, defines = replies.notebook(fe, code, slang_kernel=False)
         s = fe.existing_session
         try:
             names, kernels = (s.store.names(), s.kernels()) if s is not None else ({}, [])
@@ -48,11 +48,11 @@ class _Hook:
         return cells, defines, names, kernels
 
     def complete(self, code: str, cursor: int) -> dict[str, Any]:
-        cells, defines, names, kernels = self._state()
+        cells, defines, names, kernels = self._state(code)
         return replies.complete_reply(self.assistant(), cells, code, cursor, defines, names, kernels)
 
     def inspect(self, code: str, cursor: int) -> dict[str, Any]:
-        cells, defines, names, kernels = self._state()
+        cells, defines, names, kernels = self._state(code)
         own = own_inspect(code, cursor, names, kernels)
         return replies.inspect_reply(self.assistant(), cells, code, cursor, defines, own)
 

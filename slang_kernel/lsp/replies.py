@@ -20,6 +20,7 @@ from ..compiler.reflection import DeclInfo
 from ..frontend import FrontEnd
 from ..kernel.completion import after_dot, complete, receiver_type
 from ..kernel.language import BUILTIN_TYPES, vector_length
+from . import saved
 from .assist import Assistant, CellText
 
 __all__ = ["assistant_from_env", "complete_reply", "inspect_reply", "notebook", "plain"]
@@ -35,15 +36,23 @@ def assistant_from_env() -> Assistant | None:
     return Assistant(timeout=float(os.environ.get("SLANG_KERNEL_LSP_TIMEOUT", "2")))
 
 
-def notebook(frontend: FrontEnd) -> tuple[list[CellText], dict[str, str]]:
-    """The session's cells as the user sees them (label, text), in order, and its defines."""
+def notebook(frontend: FrontEnd, code: str = "", *, slang_kernel: bool = True
+             ) -> tuple[list[CellText], dict[str, str]]:
+    """The session's cells as the user sees them (label, text), in order, then the saved
+    notebook's Slang cells above `code` that have not run (`cell 2`: Shift-Tab on a name defined
+    there answers before that cell runs), and the session's defines."""
     s = frontend.existing_session
-    if s is None:
-        return [], {}
     try:
-        return [CellText(frontend.label(n), s.cell(n).source) for n in s.cells], s.defines
+        cells = [CellText(frontend.label(n), s.cell(n).source) for n in s.cells] if s is not None else []
+        defines = s.defines if s is not None else {}
     except Exception:  # a session being rebuilt: answer without the earlier cells
-        return [], {}
+        cells, defines = [], {}
+    path = saved.session_notebook()
+    if path is not None:
+        file = saved.saved_cells(path, slang_kernel=slang_kernel)
+        cells += [CellText(saved.label(c), c.source)
+                  for c in saved.unrun_above(file, code, [c.text for c in cells])]
+    return cells, dict(defines)
 
 
 def _ask(question: Callable[..., T], *args: Any) -> T | None:

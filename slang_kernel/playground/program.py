@@ -136,9 +136,15 @@ def _frozen(v: Any) -> Any:
 
 def last_good_message(cell: str, exc: BaseException) -> str:
     """What a program or view says while it keeps running the last good revision of `cell`: one line
-    saying so and why, then the diagnostics (with the user's lines)."""
+    naming the one cell the user edited (the failed run's prompt, `In[3]`, where the session keeps
+    the cell's first name, `In[1]`), then the diagnostics (with the user's lines)."""
     head, _, rest = str(exc).partition("\n")
-    return f"{cell}: still running the last good revision. {head}" + (f"\n{rest}" if rest else "")
+    m = re.match(r"(\S+) did not compile\b", head)
+    if m:
+        head = f"{m.group(1)} did not compile: still running the last good revision."
+    else:
+        head = f"{cell}: still running the last good revision. {head}"
+    return head + (f"\n{rest}" if rest else "")
 
 
 class PlaygroundProgram:

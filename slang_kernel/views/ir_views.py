@@ -20,6 +20,7 @@ from ..engine.cells import Cell
 from ..compiler.diagnostics import SlangCompileError, parse_diagnostics
 from .ir import IRFunction, IRInst, IRModule, classify_autodiff, demangle, demangle_text, parse_ir, split_dump
 from .ir_graph import back_edges, to_graph
+from .ir_names import readable
 
 if TYPE_CHECKING:
     from ..compiler.reflection import FunctionInfo
@@ -249,5 +250,5 @@ def graph_data_from_views(v: IRViews) -> dict[str, Any]:
     related[1:] = sorted(related[1:], key=lambda r: order.get(fn_role.get((r[0], r[1])) or "", 9))
     pair = [vw["id"] for vw in views if vw["title"].startswith(("BEFORE ", "AFTER "))
             and not (vw["title"] == "AFTER " + AUTODIFF_PASS and len(views) > 3)][:2]
-    return {"name": v.name, "cell": v.cell, "source": v.source, "views": views, "related": related,
-            "compare": pair if len(pair) == 2 else [], "notes": v.notes}
+    return readable({"name": v.name, "cell": v.cell, "source": v.source, "views": views, "related": related,
+                     "compare": pair if len(pair) == 2 else [], "notes": v.notes})

@@ -142,6 +142,21 @@ def test_ir_graph_and_gradient_flow(lab: str, lab_tools) -> None:
         d = measure("big_with_derivatives_blocks")
         titles = irg.locator(".sk-irg-coltitle").evaluate_all("(els) => els.map((e) => e.textContent)")
         assert any("bwd_diff(big) propagate" in t for t in titles) and any("fwd_diff(big)" in t for t in titles), titles
+        # generated names as written in rows, tooltips and the details; the IR's spelling folded away
+        shown = irg.locator(".sk-irg-row").evaluate_all(
+            "(els) => els.map((r) => r.textContent)")   # each row's text and its <title> tooltip
+        assert shown and not [t for t in shown if "x5F" in t], [t for t in shown if "x5F" in t][:3]
+        k = next(k for k, t in enumerate(titles) if "bwd_diff(big) propagate" in t)   # columns in title order
+        irg.locator(".sk-irg-col").nth(k).locator(".sk-irg-row").nth(1).dispatch_event("click")   # (panned off screen)
+        detail = irg.locator(".sk-irg-detail")
+        detail.locator(".sk-irg-itext").wait_for(timeout=10_000)
+        text = detail.inner_text()
+        assert "bwd_diff(big) propagate" in text and "x5F" not in text and "s_bwdProp" not in text, text
+        raw = detail.locator("details.sk-irg-raw")
+        assert raw.count() == 1 and not raw.evaluate("(d) => d.open"), "the IR's own names: folded"
+        raw.locator("summary").click()
+        assert "s_bwdProp_big" in raw.inner_text()
+        irg.screenshot(path=str(ARTIFACTS / "ir_details_demangled.png"))
         # module level of the post-autodiff IR: the primal's derivatives and what they call
         irg.locator("button.sk-irg-mode[data-mode=module]").click()
         irg.locator("select.sk-irg-view").select_option(label="AFTER finalizeAutoDiffPass")
@@ -232,7 +247,7 @@ def test_ir_search_walk(lab: str, lab_tools) -> None:
         # generated names demangled, the IR's own name on hover
         rows = g.locator(".sk-irg-row").evaluate_all(
             "(els) => els.map((r) => [r.querySelector('text').textContent, (r.querySelector('title') || {}).textContent])")
-        mangled = [r for r in rows if "x5F" in r[0]]
+        mangled = [r for r in rows if "x5F" in r[0] or "x5F" in (r[1] or "")]   # text and tooltip
         assert not mangled, mangled[:3]
         renamed = [r for r in rows if r[1] and r[0] != r[1] and "_diff(" in r[0]]
         chips = g.locator(".sk-irg-chip").evaluate_all("(els) => els.map((e) => [e.textContent, e.title])")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import re
 import time
 
 from pathlib import Path
@@ -152,13 +153,23 @@ def _keeps_playing_through_a_typo(page, lab_tools, cell, shot: str) -> None:
     text = cell.locator(".cm-content").evaluate(
         "(e) => [...e.querySelectorAll('.cm-line')].map((l) => l.textContent).join('\\n')")
     assert TYPO[0] in text
+    clock = view.locator(".sk-ctl-time .sk-img-val")
+    page.wait_for_function("(e) => parseFloat(e.textContent.split('=')[1]) > 1000", arg=clock.element_handle())
+    before = float(clock.inner_text().split("=")[1].split()[0])   # "t = 1234 ms" before the edit
     lab_tools.set_cell_text(page, cell, text.replace(*TYPO))
     lab_tools.run_cell(page, cell)
     view = cell.locator(".sk-img")
     view.wait_for(timeout=30_000)   # the view is back in the cell after the failed run cleared it
     banner = view.locator(".sk-img-banner.sk-on")
     banner.wait_for(timeout=30_000)
-    assert "still running the last good revision" in banner.inner_text()
+    said = banner.inner_text()
+    assert "still running the last good revision" in said
+    # one cell named, the one edited, by the prompt it shows now (not also the name of its first run)
+    prompt = cell.locator(".jp-InputPrompt").inner_text().strip().strip(":")   # "[5]"
+    named = set(re.findall(r"In\[\d+\]", said))
+    assert named == {"In" + prompt}, (named, prompt, said[:200])
+    after = float(view.locator(".sk-ctl-time .sk-img-val").inner_text().split("=")[1].split()[0])
+    assert after >= before, (before, after)    # the clock goes on, not back to 0
     assert "tme" in cell.locator(".jp-OutputArea").inner_text()   # the diagnostics name the typo
     if "pause" not in view.locator(".sk-play").inner_text():   # a re-displayed view plays on; if not, play
         view.locator(".sk-play").click()

@@ -1,12 +1,14 @@
 """The training notebooks (10_gaussian_fit, 11_neural_texture) in JupyterLab, on the CPU backend at
-their reduced size: the fit's view is redrawn while the training cell runs, and the tqdm progress
-bar reaches the end."""
+their reduced size: the fit's view is redrawn while the training cell runs, the progress bar
+(widgets.Progress, a display output) moves while it runs and ends full, and the saved notebook holds
+that last state as text ("120/120 [...]"), where tqdm's widget bar saved nothing readable."""
 
 from __future__ import annotations
 
 import json
 import pathlib
 import re
+import time
 
 import pytest
 
@@ -40,11 +42,11 @@ def lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     source = root / "source.ipynb"
     source.write_text(json.dumps(nb))
     with lab_tools.jupyterlab(root, notebook=f"{name}.ipynb", source=source) as url:
-        yield url, name
+        yield url, name, root
 
 
-def test_fit_is_drawn_live_with_a_progress_bar(lab: tuple[str, str], lab_tools) -> None:
-    url, name = lab
+def test_fit_is_drawn_live_with_a_progress_bar(lab: tuple[str, str, pathlib.Path], lab_tools) -> None:
+    url, name, root = lab
     with lab_tools.chromium_page(f"{name}_browser_failure.png") as page:
         page.goto(url)
         lab_tools.wait_kernel_idle(page)
@@ -67,10 +69,27 @@ def test_fit_is_drawn_live_with_a_progress_bar(lab: tuple[str, str], lab_tools) 
             "() => { const p = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')];"
             " return p.length > 0 && p.every((e) => /\\[\\d+\\]/.test(e.textContent)); }", timeout=120_000)
         training.scroll_into_view_if_needed()      # JupyterLab renders only the cells in view
-        bar = training.locator(".widget-hprogress").first   # tqdm.auto: an ipywidgets progress bar
+        bar = training.locator(".sk-progress").first
         bar.wait_for(timeout=10_000)
-        text = training.locator(".jp-OutputArea").text_content() or ""
-        done = re.search(r"(\d+)/(\d+)\s*\[", text)      # the bar ends full: "120/120 [00:11<00:00, ...]"
-        assert done and done.group(1) == done.group(2), text[-400:]
-        assert "Traceback" not in text
+        text = bar.inner_text()
+        done = re.search(r"(\d+)/(\d+) \[", text)      # the bar ends full: "120/120 [11.2 s, loss=0.0123]"
+        assert done and done.group(1) == done.group(2) and "stopped" not in text, text
+        assert bar.locator("progress").evaluate("(p) => p.value === p.max && p.max > 0")
+        outputs = training.locator(".jp-OutputArea").text_content() or ""
+        assert "Traceback" not in outputs
         training.screenshot(path=str(lab_tools.ARTIFACTS / f"{name}_browser.png"))
+
+        # saved: the bar's last state is in the file as text, for any reader of the notebook
+        training.click()
+        page.keyboard.press("Control+s")
+        deadline = time.monotonic() + 30
+        while "<progress" not in (root / f"{name}.ipynb").read_text():
+            assert time.monotonic() < deadline, "the notebook was not saved"
+            page.wait_for_timeout(200)
+    saved = json.loads((root / f"{name}.ipynb").read_text())
+    bars = [o["data"]["text/plain"] for c in saved["cells"] for o in c.get("outputs", ())
+            if "<progress" in "".join(o.get("data", {}).get("text/html", ""))]
+    assert len(bars) == 1, bars
+    text = "".join(bars[0])
+    done = re.search(r"(\d+)/(\d+) \[", text)
+    assert done and done.group(1) == done.group(2), text
