@@ -34,6 +34,8 @@ _ENTRY_POINT_COUNT, _ENTRY_POINT, _SERIALIZE, _GET_MODULE_REFLECTION, _DISASSEMB
 _EP_FUNCTION_REFLECTION = 17
 _RELEASE = 2  # IUnknown::release
 LANG_SLANG, STAGE_COMPUTE = 1, 6
+CHECK_PHASES = ("load", "check", "serialize", "reflect", "refs")   # a check's steps, timed (wall_ms, cpu_ms)
+COMPILE_PHASES = ("load", "check+link+emit", "reflect")            # a kernel compile's steps (wall_ms)
 
 
 _IMPORT = re.compile(r'\[import\("_S[A-Z]*(\d+)')
@@ -118,34 +120,59 @@ class Worker:
     def op_check(self, msg: _ipc.CompilerRequest) -> dict[str, Any]:
         """Front end only: diagnostics, serialized IR, and what the cell declares."""
         L = self.L
-        t = [time.process_time()]
+        t, w = [time.process_time()], [time.perf_counter()]
         req = self._new_request(msg, ("-no-codegen",))
         try:
             tu = self._add_source(req, msg)
             t.append(time.process_time())
+            w.append(time.perf_counter())
             rc = L.spCompile(req)
             t.append(time.process_time())
+            w.append(time.perf_counter())
             out: dict[str, Any] = {"ok": rc >= 0, "diagnostics": self._diag(req)}
             if rc < 0:
+                out["wall_ms"] = {k: (b - a) * 1000 for k, a, b in zip(CHECK_PHASES, w, w[1:])}
                 return out
             mod = self._module(req, tu)
             blob = c_void_p()
             com_call(mod, _SERIALIZE, c_int, (POINTER(c_void_p), byref(blob)))
             out["blob"] = blob_bytes(blob.value)
             t.append(time.process_time())
+            w.append(time.perf_counter())
             decl = cast("int | None", com_call(mod, _GET_MODULE_REFLECTION, c_void_p))
             out["decls"] = module_decls(L, decl) if decl else []
             out["entry_points"] = self._entry_points(mod)
             t.append(time.process_time())
+            w.append(time.perf_counter())
             ir = self._disassemble(mod) if msg.get("deps") or msg.get("ir") else ""
             out["refs"] = referenced_modules(ir)   # (a module that loads no cell references none)
             t.append(time.process_time())
-            out["cpu_ms"] = {k: (b - a) * 1000 for k, a, b in zip(("load", "check", "serialize", "reflect", "refs"), t, t[1:])}
+            w.append(time.perf_counter())
+            out["cpu_ms"] = {k: (b - a) * 1000 for k, a, b in zip(CHECK_PHASES, t, t[1:])}
+            out["wall_ms"] = {k: (b - a) * 1000 for k, a, b in zip(CHECK_PHASES, w, w[1:])}
             if msg.get("ir"):
                 out["ir"] = ir
             return out
         finally:
             L.spDestroyCompileRequest(req)
+
+    def op_check_batch(self, msg: _ipc.CompilerRequest) -> dict[str, Any]:
+        """Several checks in one round trip, in order (a signature edit's dependents): each item's
+        blob is kept under its `digest`, so a later item may import an earlier one's new revision.
+        One reply per item, as op_check gives; `kept` lists the blobs this worker now holds."""
+        self.blobs.update(msg.get("blobs", {}))   # the imports the items share, sent once
+        replies, kept = [], []
+        for item in msg.get("items", ()):
+            try:
+                reply = self.op_check(cast(_ipc.CompilerRequest, item))
+            except Exception as exc:   # e.g. it imports an earlier item that failed: the client checks it alone
+                replies.append({"ok": False, "skipped": f"{type(exc).__name__}: {exc}", "diagnostics": ""})
+                continue
+            if reply["ok"]:
+                self.blobs[item["digest"]] = reply["blob"]
+                kept.append(item["digest"])
+            replies.append(reply)
+        return {"replies": replies, "kept": kept}
 
     def _entry_points(self, mod: int) -> list[str]:
         names = []
@@ -180,9 +207,11 @@ class Worker:
         """Generate target code for entry points (a fresh request each time) and reflect it."""
         L = self.L
         target = msg["target"]
+        w = [time.perf_counter()]
         req = self._new_request(msg)
         try:
             tu = self._add_source(req, msg)
+            w.append(time.perf_counter())
             ti = L.spAddCodeGenTarget(req, TARGETS[target])
             if not msg["entry_points"]:
                 L.spSetTargetFlags(req, ti, 1 << 8)  # whole program: emit every kernel of the module
@@ -207,8 +236,12 @@ class Worker:
                 code[name] = blob_bytes(blob.value).decode("utf-8", "replace")
             out["code"] = code
             out["compile_ms"] = (time.perf_counter() - t0) * 1000
+            w.append(time.perf_counter())
             if msg.get("reflect", True):
                 out["reflection"] = program_reflection(L, req, target)
+            w.append(time.perf_counter())
+            # spCompile parses, checks, links and emits in one call: the C API does not split them
+            out["wall_ms"] = {k: (b - a) * 1000 for k, a, b in zip(COMPILE_PHASES, w, w[1:])}
             return out
         finally:
             L.spDestroyCompileRequest(req)
