@@ -176,6 +176,7 @@ class CompilerRequest(_Op, total=False):
     ir: bool
     items: list[dict[str, Any]]          # op "check_batch": check requests, each with the `digest` to keep its blob under
     digest: str
+    retire_later: bool                   # a check_batch item: its request is destroyed after the reply
 
 
 class CompilerReply(TypedDict, total=False):

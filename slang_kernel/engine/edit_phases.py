@@ -17,7 +17,8 @@ __all__ = ["WORKER_PHASES", "CheckTiming", "EditPhases"]
 
 # the worker's check steps (compiler/_worker.py CHECK_PHASES) and what the user is shown for each
 WORKER_PHASES = (("load", "load imports (IR blobs)"), ("check", "parse/check"), ("serialize", "serialize IR"),
-                 ("reflect", "reflect declarations"), ("refs", "references (IR disassembly)"))
+                 ("reflect", "reflect declarations"), ("refs", "references (IR disassembly)"),
+                 ("teardown", "request tear-down"))
 
 
 @dataclass(frozen=True)
