@@ -11,6 +11,7 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
 import slang_kernel as sk
+from slang_kernel.compiler.client import CompilerProcess
 from slang_kernel.compiler.diagnostics import SlangCompileError
 
 CHAIN = ["float c0(float x) { return x + 1; }",
@@ -130,3 +131,21 @@ def test_slang_profile_prints_the_last_edits_phases(shell: InteractiveShell, cap
     out = capsys.readouterr().out
     assert "rechecked after its interface changed: b, c" in out, out
     assert "parse/check" in out and "transport (ipc)" in out and "per checked cell" in out
+
+
+def test_the_worker_keeps_no_blob_of_a_batch_it_did_not_use(tmp_path_factory: pytest.TempPathFactory,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Batched checks leave their blobs in the worker; those the loop did not take (c2's wide check,
+    which the narrowed one replaced) are forgotten, so repeated signature edits hold a steady count."""
+    monkeypatch.setenv("SLANG_KERNEL_RECHECK_BATCH", "1")
+    compiler = CompilerProcess()
+    with sk.Session(backend="cpu", cache=False, cache_dir=str(tmp_path_factory.mktemp("blobs")), compiler=compiler) as s:
+        for i, c in enumerate(MISS):
+            s.run_cell(c, name=f"c{i}")
+        held = []
+        for i in range(6):
+            r = s.run_cell(f"float c0(float x, float y{i} = 0) {{ return x + y{i}; }}", name="c0")
+            assert r.rechecked == ("c1", "c2", "c3", "c4")
+            s.run_cell("float probe(float x) { return x; }", name="probe")   # carries the forget list over
+            held.append(compiler.call("ping", what="ping")["blobs"])
+        assert len(set(held[1:])) == 1, held

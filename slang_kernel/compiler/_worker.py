@@ -6,7 +6,7 @@ Whatever the compiler prints goes to stderr (fd 1 is pointed there). If Slang cr
 dies and the client starts a new one; nothing here is the only copy of anything.
 
 What it keeps between requests: the serialized IR blobs of cells, by digest, until the client
-says they were replaced ("forget"). Modules are loaded into each request's own linkage and go with
+says they were replaced ("forget"), including those a "check_batch" made (listed in its reply). Modules are loaded into each request's own linkage and go with
 it; the references that the C API hands out for the linkage and the module are released here
 (unreleased, each request kept its whole linkage alive: ~0.3 MB per check, ~0.8 MB per compile).
 """

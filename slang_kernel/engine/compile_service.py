@@ -49,6 +49,7 @@ class CompileService:
         self.spent_ms = 0.0                  # time in compiler checks so far (readers take differences)
         self.timings: list[CheckTiming] = []  # the checks since the current edit began (edit_phases.py)
         self.prefetched: dict[str, dict[str, Any]] = {}   # check replies by request key, from one batch call
+        self.batch_blobs: set[str] = set()   # digests whose blobs a batch left in the worker (recheck_batch)
 
     @property
     def backend(self) -> Backend:
@@ -165,6 +166,8 @@ class CompileService:
         t_put = time.perf_counter()
         if reply["ok"]:
             self.cache.put_object("cells", req.key, reply)
+        if len(self.timings) > 4096:   # checks outside run_cell (kernel variants) must not pile up
+            del self.timings[:2048]
         if batched is None:   # (a batch's items were recorded when it ran)
             self.timings.append(CheckTiming(req.what, (t_put - t_check) * 1000, tuple(reply.get("wall_ms", {}).items()),
                                             (t_check - t_cache + time.perf_counter() - t_put) * 1000))

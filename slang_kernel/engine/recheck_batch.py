@@ -84,11 +84,12 @@ def prefetch(service: CompileService, requests: Sequence[CompileRequest]) -> Non
     try:
         got = service.compiler.call("check_batch", what=f"the {len(items)} cells after an interface change",
                                     blobs=blobs, items=items)
-    except SlangCompilerCrash:
-        return   # the one-by-one checks will meet the crash and blame the right cell
+    except (SlangCompilerCrash, RuntimeError):
+        return   # the one-by-one checks meet the crash (or the failure) again and blame the right cell
     finally:
         service.spent_ms += (time.perf_counter() - t0) * 1000
     rt = (time.perf_counter() - t0) * 1000
+    service.batch_blobs.update(got["kept"])
     service.timings.append(CheckTiming("", rt, (), batched=True))
     for (key, r), reply in zip(todo.items(), got["replies"]):
         service.timings.append(CheckTiming(r.what, 0.0, tuple(reply.get("wall_ms", {}).items()), batched=True))
@@ -97,7 +98,10 @@ def prefetch(service: CompileService, requests: Sequence[CompileRequest]) -> Non
 
 
 def drop_unused(service: CompileService) -> None:
-    """After the real loop: the worker forgets the blobs of batched checks it did not use."""
-    if service.prefetched:
-        service.compiler.forget(list(service.prefetched))
-        service.prefetched.clear()
+    """After the real loop: the worker forgets the blobs a batch left that no current revision (or
+    visibility variant) has: replies the loop did not take, and a check it took and then narrowed."""
+    if service.batch_blobs:
+        current = {c.digest for c in service.store.by_name.values()} | {v.digest for v in service.variants.values()}
+        service.compiler.forget([k for k in service.batch_blobs if k not in current])
+        service.batch_blobs.clear()
+    service.prefetched.clear()
