@@ -10,6 +10,12 @@
 5. CPU dispatch, all cores                      vs 1 thread (compute-bound kernel)
 6. CPU dispatch of a light 512x512 image kernel vs 1 thread (the live-image kernel of bench_live.py)
 Medians over --repeat runs. The compile cache is off for our side, so every run compiles.
+
+Each edit row is followed by its phases (medians of `session.store.last_edit`, edit_phases.py), the
+kernel row by the worker's (load, check+link+emit in one spCompile, reflect) and slangpy's (load,
+link_program, create_compute_kernel: its API times nothing finer). The signature row is measured
+with the dependents' checks in one compiler call and, interleaved with it in the same run, one call
+each (SLANG_KERNEL_RECHECK_BATCH=0: before).
 """
 
 from __future__ import annotations
@@ -19,8 +25,10 @@ import ast
 import os
 import pathlib
 import platform
+import statistics
 import tempfile
-from typing import Callable
+import time
+from typing import Any, Callable
 
 import numpy as np
 
@@ -59,6 +67,57 @@ def median_ms(fn: Callable[[], object], repeat: int) -> float:
     return _median_ms(fn, repeat, warm=1)
 
 
+def edit_phases(s: sk.Session, edit: Callable[[], object], repeat: int) -> tuple[float, list[tuple[str, float]], float]:
+    """Median wall ms of an edit, the median of each of its phases (session.store.last_edit), and
+    the median number of compiler calls."""
+    edit()
+    walls, phases, calls = [], [], []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        edit()
+        walls.append((time.perf_counter() - t0) * 1000)
+        last = s.store.last_edit
+        assert last is not None
+        phases.append(last.phases)
+        calls.append(last.compiler_calls)
+    names = [n for n, _ in phases[0]]
+    return (statistics.median(walls), [(n, statistics.median(p[i][1] for p in phases)) for i, n in enumerate(names)],
+            statistics.median(calls))
+
+
+def process_cpu_ms() -> float:
+    """CPU time of this process and its compiler worker (its child running compiler._worker), in
+    ms: the work an edit does, which a loaded machine's scheduler does not stretch as it does wall time."""
+    total = time.process_time() * 1000
+    tick = os.sysconf("SC_CLK_TCK")
+    for stat in pathlib.Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == os.getpid() and b"compiler._worker" in (stat.parent / "cmdline").read_bytes():
+                total += (int(fields[11]) + int(fields[12])) * 1000 / tick
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+def interleaved(runs: dict[str, Callable[[], float]], repeat: int, pause: float = 0.05) -> dict[str, list[float]]:
+    """Each run once per round, `repeat` rounds (the load of a shared machine falls on all alike),
+    `pause` seconds apart, untimed: a user's edits are not back to back, and the worker finishes
+    what it leaves for after a reply (destroying a batch's requests) in between."""
+    out: dict[str, list[float]] = {k: [] for k in runs}
+    for _ in range(repeat):
+        for k, fn in runs.items():
+            time.sleep(pause)
+            out[k].append(fn())
+    return out
+
+
+def show_phases(title: str, phases: list[tuple[str, float]], wall: float, extra: str = "") -> None:
+    print(f"# phases of {title} (medians; wall {wall:.2f} ms{extra})")
+    for n, ms in phases:
+        print(f"#   {n:34} {ms:8.2f} ms {100 * ms / wall if wall else 0:5.1f}%")
+
+
 def chain_cells() -> list[str]:
     cells = ["float c0(float x) { return x + 1; }"]
     for i in range(1, 9):
@@ -94,7 +153,8 @@ def main() -> None:
         s = sk.Session(backend="cpu", cache=False, cache_dir=tmp)
         s.run_cell(CELL_50, name="big")
 
-        ours = median_ms(lambda: s.run_cell(CELL_50 + f"\n// edit {next(counter)}", name="big"), args.repeat)
+        ours, ph, _ = edit_phases(s, lambda: s.run_cell(CELL_50 + f"\n// edit {next(counter)}", name="big"), args.repeat)
+        show_phases("the 50-line cell's recompile", ph, ours)
         theirs = median_ms(lambda: slangpy.Module.load_from_source(
             device, f"big{next(counter)}", CELL_50 + f"\n// edit {next(counter)}"), args.repeat)
         rows.append(("warm recompile, 50-line cell", ours, theirs, "slangpy load_from_source"))
@@ -102,29 +162,79 @@ def main() -> None:
         cells = chain_cells()
         for i, c in enumerate(cells):
             s.run_cell(c, name=f"chain{i}")
-        ours = median_ms(lambda: s.run_cell(cells[0] + f" // {next(counter)}", name="chain0"), args.repeat)
+        ours, ph, _ = edit_phases(s, lambda: s.run_cell(cells[0] + f" // {next(counter)}", name="chain0"), args.repeat)
+        show_phases("the chain's body edit", ph, ours)
         whole = "\n".join(cells)
         theirs = median_ms(lambda: slangpy.Module.load_from_source(
             device, f"chain{next(counter)}", whole + f"\n// {next(counter)}"), args.repeat)
         rows.append(("edit first cell of a 10-cell chain (body)", ours, theirs, "slangpy load of the chain"))
         sigs = iter(f"float c0(float x, float y{i} = 0) {{ return x + 1; }}" for i in range(10**9))
-        ours = median_ms(lambda: s.run_cell(next(sigs), name="chain0"), args.repeat)
-        rows.append(("edit first cell of a 10-cell chain (signature: 9 users rechecked)", ours, theirs,
-                     "slangpy load of the chain"))
+        seen: dict[str, list[tuple[tuple[str, float], ...]]] = {"one call": [], "one each": []}
+        calls: dict[str, int] = {}
+        cpu: dict[str, list[float]] = {"one call": [], "one each": []}
+
+        def sig_edit(batch: str) -> Callable[[], float]:
+            def run() -> float:
+                os.environ["SLANG_KERNEL_RECHECK_BATCH"] = "1" if batch == "one call" else "0"
+                c0, t0 = process_cpu_ms(), time.perf_counter()
+                s.run_cell(next(sigs), name="chain0")
+                ms = (time.perf_counter() - t0) * 1000
+                time.sleep(0.02)   # the worker's tear-down after a batch reply counts to this edit's CPU
+                cpu[batch].append(process_cpu_ms() - c0)
+                last = s.store.last_edit
+                assert last is not None and len(last.rechecked) == 9, last
+                seen[batch].append(last.phases)
+                calls[batch] = last.compiler_calls
+                return ms
+            return run
+
+        sig_edit("one each")(), sig_edit("one call")()   # warm both paths
+        seen = {k: [] for k in seen}
+        cpu = {k: [] for k in cpu}
+        got = interleaved({k: sig_edit(k) for k in seen}, args.repeat)
+        os.environ.pop("SLANG_KERNEL_RECHECK_BATCH")
+        for k in ("one each", "one call"):
+            wall = statistics.median(got[k])
+            names = [n for n, _ in seen[k][0]]
+            show_phases(f"the chain's signature edit, dependents' checks {k} ({calls[k]} compiler calls)",
+                        [(n, statistics.median(p[i][1] for p in seen[k])) for i, n in enumerate(names)], wall,
+                        f"; CPU of both processes, mean {statistics.mean(cpu[k]):.1f} ms")
+            rows.append((f"edit first cell of a 10-cell chain (signature: 9 users rechecked, {k})", wall, theirs,
+                         "slangpy load of the chain"))
 
         def our_kernel() -> None:  # a new option each time: a new key, so a real compile every time
             s.compile_service.compile(s.compile_service.request("compile", cell="chain9", entries=["chain_kernel"], target="cpp",
                                 options=[f"-DBENCH_NONCE={next(counter)}"]))
 
         ours = median_ms(our_kernel, args.repeat)
+        worker: list[dict[str, Any]] = []
+        for _ in range(args.repeat):   # the same request through the uncached call, for the worker's phases
+            t0 = time.perf_counter()
+            reply = s.compile_service.call(s.compile_service.request(
+                "compile", cell="chain9", entries=["chain_kernel"], target="cpp", options=[f"-DBENCH_NONCE={next(counter)}"]))
+            worker.append(dict(reply["wall_ms"], roundtrip=(time.perf_counter() - t0) * 1000))
+        wall = statistics.median(w["roundtrip"] for w in worker)
+        kph = [(k, statistics.median(w[k] for w in worker)) for k in worker[0] if k != "roundtrip"]
+        show_phases("our kernel compile (cpp; the worker's steps; no downstream compiler in this row)",
+                    [*kph, ("transport + request set-up", wall - sum(ms for _, ms in kph))], wall)
+        split: list[tuple[float, float, float]] = []
 
         def their_kernel() -> None:
+            t0 = time.perf_counter()
             m = slangpy.Module.load_from_source(device, f"ck{next(counter)}", whole + f"\n// {next(counter)}")
             dm = m.device_module
-            device.create_compute_kernel(device.link_program([dm], [dm.entry_point("chain_kernel")]))
+            t1 = time.perf_counter()
+            prog = device.link_program([dm], [dm.entry_point("chain_kernel")])
+            t2 = time.perf_counter()
+            device.create_compute_kernel(prog)
+            split.append((t1 - t0, t2 - t1, time.perf_counter() - t2))
 
         try:
             theirs = median_ms(their_kernel, args.repeat)
+            show_phases("slangpy's kernel compile (SPIR-V; its API times these three calls only)",
+                        [(n, statistics.median(x[i] for x in split[-args.repeat:]) * 1000) for i, n in
+                         enumerate(("load_from_source (parse/check)", "link_program", "create_compute_kernel"))],
+                        theirs)
         except Exception as exc:  # API differences: report, do not hide
             print(f"# slangpy kernel link failed: {exc}")
             theirs = float("nan")

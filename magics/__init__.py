@@ -3,6 +3,7 @@
     %load_ext slang_kernel
     %%slang [NAME] [--backend B] [--show TARGET[,TARGET]] [--ir] [-D NAME=VALUE] [--no-export] [--time]
     %slang_backend cpu|vulkan|cuda|auto     %slang_session     %slang_ir NAME     %slang_grad NAME args...
+    %slang_profile                          the phases of the last cell's compile (edit_phases.py)
 
 A cell is named by its prompt (`In[5]`), as IPython names it; re-running the same notebook cell
 replaces its earlier revision (cells are matched by Jupyter's cell id) and later cells that use it
@@ -156,6 +157,17 @@ class SlangMagics(Magics):
         ns = self.frontend.shell.user_ns
         args = [eval(a, ns) for a in parts[1:]]  # the user's own namespace, like %timeit
         return GradientFlow.check(session.function(parts[0]), *args)
+
+    @line_magic
+    def slang_profile(self, line: str) -> None:
+        """`%slang_profile`: where the time of the last cell run went (engine, compile cache,
+        transport, and the compiler's load/parse-check/serialize/reflect/references), with the later
+        cells whose checks ran again after a signature change."""
+        last = self.frontend.session().store.last_edit
+        if last is None:
+            print("%slang_profile: no Slang cell has run in this session yet; run a %%slang cell, then %slang_profile.")
+            return
+        print(last.table())
 
     @line_magic
     def slang_session(self, line: str) -> Session:

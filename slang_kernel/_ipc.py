@@ -158,7 +158,7 @@ class _Op(TypedDict):
 
 
 class CompilerRequest(_Op, total=False):
-    """A request to the compiler worker; op is ping, check, disassemble, compile, forget or abort."""
+    """A request to the compiler worker; op is ping, check, check_batch, disassemble, compile, forget or abort."""
 
     module: str
     path: str
@@ -174,6 +174,9 @@ class CompilerRequest(_Op, total=False):
     profile: str
     reflect: bool
     ir: bool
+    items: list[dict[str, Any]]          # op "check_batch": check requests, each with the `digest` to keep its blob under
+    digest: str
+    retire_later: bool                   # a check_batch item: its request is destroyed after the reply
 
 
 class CompilerReply(TypedDict, total=False):

@@ -6,7 +6,7 @@ Whatever the compiler prints goes to stderr (fd 1 is pointed there). If Slang cr
 dies and the client starts a new one; nothing here is the only copy of anything.
 
 What it keeps between requests: the serialized IR blobs of cells, by digest, until the client
-says they were replaced ("forget"). Modules are loaded into each request's own linkage and go with
+says they were replaced ("forget"), including those a "check_batch" made (listed in its reply). Modules are loaded into each request's own linkage and go with
 it; the references that the C API hands out for the linkage and the module are released here
 (unreleased, each request kept its whole linkage alive: ~0.3 MB per check, ~0.8 MB per compile).
 """
@@ -34,6 +34,8 @@ _ENTRY_POINT_COUNT, _ENTRY_POINT, _SERIALIZE, _GET_MODULE_REFLECTION, _DISASSEMB
 _EP_FUNCTION_REFLECTION = 17
 _RELEASE = 2  # IUnknown::release
 LANG_SLANG, STAGE_COMPUTE = 1, 6
+CHECK_PHASES = ("load", "check", "serialize", "reflect", "refs")   # a check's steps, timed (wall_ms, cpu_ms)
+COMPILE_PHASES = ("load", "check+link+emit", "reflect")            # a kernel compile's steps (wall_ms)
 
 
 _IMPORT = re.compile(r'\[import\("_S[A-Z]*(\d+)')
@@ -60,6 +62,12 @@ class Worker:
         self.L = load()
         self.g = self.L.spCreateSession(None)
         self.blobs: dict[str, bytes] = {}
+        self.retired: list[int] = []   # compile requests to destroy once the reply is on its way
+
+    def retire(self) -> None:
+        """Destroy the requests a batch left (main calls it after sending the reply)."""
+        while self.retired:
+            self.L.spDestroyCompileRequest(self.retired.pop())
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -118,34 +126,67 @@ class Worker:
     def op_check(self, msg: _ipc.CompilerRequest) -> dict[str, Any]:
         """Front end only: diagnostics, serialized IR, and what the cell declares."""
         L = self.L
-        t = [time.process_time()]
+        t, w = [time.process_time()], [time.perf_counter()]
         req = self._new_request(msg, ("-no-codegen",))
+        out: dict[str, Any] = {}
         try:
             tu = self._add_source(req, msg)
             t.append(time.process_time())
+            w.append(time.perf_counter())
             rc = L.spCompile(req)
             t.append(time.process_time())
-            out: dict[str, Any] = {"ok": rc >= 0, "diagnostics": self._diag(req)}
+            w.append(time.perf_counter())
+            out = {"ok": rc >= 0, "diagnostics": self._diag(req)}
             if rc < 0:
+                out["wall_ms"] = {k: (b - a) * 1000 for k, a, b in zip(CHECK_PHASES, w, w[1:])}
                 return out
             mod = self._module(req, tu)
             blob = c_void_p()
             com_call(mod, _SERIALIZE, c_int, (POINTER(c_void_p), byref(blob)))
             out["blob"] = blob_bytes(blob.value)
             t.append(time.process_time())
+            w.append(time.perf_counter())
             decl = cast("int | None", com_call(mod, _GET_MODULE_REFLECTION, c_void_p))
             out["decls"] = module_decls(L, decl) if decl else []
             out["entry_points"] = self._entry_points(mod)
             t.append(time.process_time())
+            w.append(time.perf_counter())
             ir = self._disassemble(mod) if msg.get("deps") or msg.get("ir") else ""
             out["refs"] = referenced_modules(ir)   # (a module that loads no cell references none)
             t.append(time.process_time())
-            out["cpu_ms"] = {k: (b - a) * 1000 for k, a, b in zip(("load", "check", "serialize", "reflect", "refs"), t, t[1:])}
+            w.append(time.perf_counter())
+            out["cpu_ms"] = {k: (b - a) * 1000 for k, a, b in zip(CHECK_PHASES, t, t[1:])}
+            out["wall_ms"] = {k: (b - a) * 1000 for k, a, b in zip(CHECK_PHASES, w, w[1:])}
             if msg.get("ir"):
                 out["ir"] = ir
             return out
         finally:
-            L.spDestroyCompileRequest(req)
+            t_end = time.perf_counter()
+            if msg.get("retire_later"):   # a batch item: destroyed after the reply is sent (retire)
+                self.retired.append(req)
+            else:
+                L.spDestroyCompileRequest(req)
+            if "wall_ms" in out:
+                out["wall_ms"]["teardown"] = (time.perf_counter() - t_end) * 1000
+
+    def op_check_batch(self, msg: _ipc.CompilerRequest) -> dict[str, Any]:
+        """Several checks in one round trip, in order (a signature edit's dependents): each item's
+        blob is kept under its `digest`, so a later item may import an earlier one's new revision.
+        One reply per item, as op_check gives; `kept` lists the blobs this worker now holds. The
+        items' compile requests are destroyed after the reply is sent (~0.2 ms each, off the edit's path)."""
+        self.blobs.update(msg.get("blobs", {}))   # the imports the items share, sent once
+        replies, kept = [], []
+        for item in msg.get("items", ()):
+            try:
+                reply = self.op_check(cast(_ipc.CompilerRequest, dict(item, retire_later=True)))
+            except Exception as exc:   # e.g. it imports an earlier item that failed: the client checks it alone
+                replies.append({"ok": False, "skipped": f"{type(exc).__name__}: {exc}", "diagnostics": ""})
+                continue
+            if reply["ok"]:
+                self.blobs[item["digest"]] = reply["blob"]
+                kept.append(item["digest"])
+            replies.append(reply)
+        return {"replies": replies, "kept": kept}
 
     def _entry_points(self, mod: int) -> list[str]:
         names = []
@@ -180,9 +221,11 @@ class Worker:
         """Generate target code for entry points (a fresh request each time) and reflect it."""
         L = self.L
         target = msg["target"]
+        w = [time.perf_counter()]
         req = self._new_request(msg)
         try:
             tu = self._add_source(req, msg)
+            w.append(time.perf_counter())
             ti = L.spAddCodeGenTarget(req, TARGETS[target])
             if not msg["entry_points"]:
                 L.spSetTargetFlags(req, ti, 1 << 8)  # whole program: emit every kernel of the module
@@ -207,8 +250,12 @@ class Worker:
                 code[name] = blob_bytes(blob.value).decode("utf-8", "replace")
             out["code"] = code
             out["compile_ms"] = (time.perf_counter() - t0) * 1000
+            w.append(time.perf_counter())
             if msg.get("reflect", True):
                 out["reflection"] = program_reflection(L, req, target)
+            w.append(time.perf_counter())
+            # spCompile parses, checks, links and emits in one call: the C API does not split them
+            out["wall_ms"] = {k: (b - a) * 1000 for k, a, b in zip(COMPILE_PHASES, w, w[1:])}
             return out
         finally:
             L.spDestroyCompileRequest(req)
@@ -246,6 +293,7 @@ def main() -> None:
         except Exception as exc:  # a Python-level failure is an answer, not a crash
             reply = {"error": f"{type(exc).__name__}: {exc}"}
         channel.send(reply)
+        worker.retire()
 
 
 if __name__ == "__main__":

@@ -115,6 +115,8 @@ class CompilerProcess:
                 raise
             w.forgotten = []
             w.sent.update(new)
+            if op == "check_batch" and "result" in reply:   # blobs the worker made and keeps (forget drops them)
+                w.sent.update(reply["result"].get("kept", ()))
             if "error" in reply:
                 if reply.get("fatal"):
                     w.kill()

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from .cells import Cell, overloaded
+from .edit_phases import EditPhases
 from ..compiled import CompiledKernel
 from ..compiler.diagnostics import SlangCompileError
 from ..compiler.reflection import DeclInfo, FunctionInfo
@@ -23,6 +24,7 @@ class CellStore:
         self.by_name: dict[str, Cell] = {}
         self.failed: dict[str, SlangCompileError] = {}
         self.revision = 0        # counts every change (cells, defines, backend); views compare digests instead
+        self.last_edit: EditPhases | None = None   # the phases of the last run_cell (edit_phases.py)
         self._counter = 0
 
     # -- revisions ----------------------------------------------------------------------------------

@@ -18,6 +18,9 @@ from .cells import Cell, Visible, identifiers, interface_text, module_name_for, 
 from .compile_service import CompileService
 from ..compiler.diagnostics import Diagnostic, SlangCompileError, SlangCompilerCrash, parse_diagnostics
 from .kernel_builds import KernelBuilds
+from .edit_phases import EditPhases
+from .recheck_batch import PredictingService, batch_rechecks, drop_unused, prefetch, scratch_store
+from ..compiled import CompileRequest
 
 __all__ = ["CellChecks", "CellResult"]
 
@@ -44,6 +47,7 @@ class CellResult:
     cached: bool = False          # this cell's check came from the compile cache (no compiler call)
     shadows: tuple[tuple[str, str], ...] = ()  # (name, earlier cell) whose declaration of it this cell replaces
                                                # for the cells after it (the earlier cell keeps its own)
+    phases: EditPhases | None = None  # where the time went (edit_phases.py; %slang_profile shows it)
 
     @property
     def warnings(self) -> list[Diagnostic]:
@@ -66,6 +70,7 @@ class CellChecks:
                  options: Sequence[str] = (), label: str | None = None) -> CellResult:
         """Session.run_cell's work (its docstring is the contract)."""
         t0, ms0 = time.perf_counter(), self.service.spent_ms
+        self.service.timings.clear()
         if name is None:
             name = self.store.new_name()
         own = {str(k): str(v) for k, v in (defines or {}).items()}
@@ -87,7 +92,12 @@ class CellChecks:
             raise exc
         self.store.failed.pop(name, None)
         self.commit(cell)
-        rechecked, broken = self.refresh_after(name)
+        if (old is None or old.interface != cell.interface) and batch_rechecks():   # its users' checks run again: in one call
+            prefetch(self.service, self.predicted_rechecks(name))
+        try:
+            rechecked, broken = self.refresh_after(name)
+        finally:
+            drop_unused(self.service)
         later = self.store.after(name)
         users = tuple(n for n in later if n not in broken and
                       any(c.name == name for c in self.store.closure([self.store.by_name[m] for m in self.store.by_name[n].imports])))
@@ -95,9 +105,20 @@ class CellChecks:
         functions = tuple(d.name for d in cell.decls if d.kind == "function" and d.name not in kernels)
         types = tuple(d.name for d in cell.decls if d.kind in ("struct", "enum") or d.kind.startswith("generic"))
         shadows = cell.shadows  # (name, earlier cell name): front ends show the cell under its label
+        wall = (time.perf_counter() - t0) * 1000
+        phases = self.store.last_edit = EditPhases(cell.shown, wall, tuple(self.service.timings), rechecked)
         return CellResult(name, list(cell.diagnostics), kernels, functions, types, users, broken,
-                          (time.perf_counter() - t0) * 1000, cell.digest, rechecked, self.service.spent_ms - ms0, cached,
-                          shadows)
+                          wall, cell.digest, rechecked, self.service.spent_ms - ms0, cached, shadows, phases)
+
+    def predicted_rechecks(self, name: str) -> list[CompileRequest]:
+        """The checks refresh_after(name) will most likely run, from the same loop on a scratch copy
+        whose compiler answers every check as a success (recheck_batch.py)."""
+        store = scratch_store(self.store)
+        service = PredictingService(self.service, store)
+        scratch = _Scratch(store, service, self.builds)
+        scratch._scans = self._scans
+        scratch.refresh_after(name)
+        return service.requests
 
     def remove_cell(self, name: str) -> None:
         """Forget a cell; later cells that used it are recompiled (and may break)."""
@@ -241,3 +262,10 @@ class CellChecks:
             earlier.append(self.store.by_name[later_name])
             (broken if new.error is not None else recompiled).append(later_name)
         return tuple(recompiled), tuple(broken)
+
+
+class _Scratch(CellChecks):
+    """CellChecks over a scratch store: replaced revisions are not the real ones, so nothing is forgotten."""
+
+    def forget_revision(self, cell: Cell) -> None:
+        pass

@@ -19,6 +19,7 @@ from ..backends import Backend
 from ..cache import DiskCache, digest
 from .cell_store import CellStore
 from .cells import Cell, Visible, identifiers, import_prefix, visible_imports
+from .edit_phases import CheckTiming
 from ..compiled import CompiledKernel, CompileRequest, ModuleSource, define_lines
 from ..compiler.client import CompilerProcess
 from ..compiler.diagnostics import Diagnostic, SlangCompileError, SlangCompilerCrash, parse_diagnostics
@@ -46,6 +47,9 @@ class CompileService:
         self.compiled: dict[str, CompiledKernel] = {}
         self.variants: dict[tuple[str, tuple[str, ...]], Cell] = {}   # (digest, hidden) -> variant
         self.spent_ms = 0.0                  # time in compiler checks so far (readers take differences)
+        self.timings: list[CheckTiming] = []  # the checks since the current edit began (edit_phases.py)
+        self.prefetched: dict[str, dict[str, Any]] = {}   # check replies by request key, from one batch call
+        self.batch_blobs: set[str] = set()   # digests whose blobs a batch left in the worker (recheck_batch)
 
     @property
     def backend(self) -> Backend:
@@ -144,19 +148,29 @@ class CompileService:
         return out
 
     def check_call(self, req: CompileRequest) -> dict[str, Any]:
-        """One check through the compile cache (timed into the CellResult); a crash is a reply."""
+        """One check through the compile cache (timed into the CellResult); a crash is a reply. A
+        reply the worker already gave in a batch (recheck_batch.prefetch) is taken as it is."""
+        t_cache = time.perf_counter()
         reply = self.cache.get_object("cells", req.key)
         if reply is not None and "refs" in reply:   # (replies cached before references were reported: redo)
+            self.timings.append(CheckTiming(req.what, 0.0, (), (time.perf_counter() - t_cache) * 1000))
             return dict(reply)
         t_check = time.perf_counter()
+        batched = self.prefetched.pop(req.key, None)
         try:
-            reply = self.compiler.call("check", **req.message())
+            reply = batched if batched is not None else self.compiler.call("check", **req.message())
         except SlangCompilerCrash as exc:
             return {"ok": False, "crash": str(exc), "diagnostics": ""}
         finally:
             self.spent_ms += (time.perf_counter() - t_check) * 1000
+        t_put = time.perf_counter()
         if reply["ok"]:
             self.cache.put_object("cells", req.key, reply)
+        if len(self.timings) > 4096:   # checks outside run_cell (kernel variants) must not pile up
+            del self.timings[:2048]
+        if batched is None:   # (a batch's items were recorded when it ran)
+            self.timings.append(CheckTiming(req.what, (t_put - t_check) * 1000, tuple(reply.get("wall_ms", {}).items()),
+                                            (t_check - t_cache + time.perf_counter() - t_put) * 1000))
         return dict(reply)
 
     def build(self, op: str, what: str, module: str, text: str, imports: Sequence[Cell],
