@@ -4,7 +4,8 @@ heat map was drawn when its size arrived, before its codes), and an ImageView re
 widgets are styled as in JupyterLab: marimo adopts its page reset (Tailwind's preflight) into each
 widget's shadow root, which left tabs and buttons as bare text until widgets/_reset.css put the
 browser's defaults back. The computed styles of tabs, buttons, inputs, the play button and the
-canvas are compared with the same widgets' in JupyterLab. Screenshots: artifacts/marimo_heatmap.png,
+canvas, and of the Progress bar (an HTML output, restyled by marimo's page styles), are compared with
+the same widgets' in JupyterLab. Screenshots: artifacts/marimo_heatmap.png,
 artifacts/marimo_widgets.png (marimo) and artifacts/marimo_widgets_lab.png (JupyterLab)."""
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ pytest.importorskip("marimo", reason="marimo: pip install 'marimo>=0.9' (in the 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
 # the same widgets in marimo and in JupyterLab: a BufferView, an ImageView, a LiveImage with a slider,
-# a colour, a play button, and an IRGraph (a CPU session's function)
+# a colour, a play button, an IRGraph (a CPU session's function) and a training loop's Progress bar
 WIDGETS = """import numpy as np
 import slang_kernel as sk
 import slang_kernel.widgets as W
@@ -41,6 +42,8 @@ live = W.LiveImage(lambda v: np.full((16, 16), v["k"], np.float32),
 s = sk.Session(backend="cpu")
 s.run_cell("float sqr(float x) { return x * x; }")
 views = [W.BufferView(data), W.ImageView(image), live, W.IRGraph.of(s, "sqr", height=240)]
+bar = W.Progress(10, "fit", display=lambda *a, **k: None)   # shown below as an output, as a loop's would be
+bar.update(4)
 """
 
 APP = """import marimo
@@ -52,7 +55,7 @@ app = marimo.App()
 def _():
     import marimo as mo
 {widgets}
-    mo.vstack([mo.ui.anywidget(v) for v in views])
+    mo.vstack([mo.ui.anywidget(v) for v in views] + [bar])
     return
 
 
@@ -60,7 +63,7 @@ if __name__ == "__main__":
     app.run()
 """.format(widgets="\n".join("    " + line if line else "" for line in WIDGETS.splitlines()))
 
-LAB_CELLS = [WIDGETS + "for v in views:\n    display(v)"]
+LAB_CELLS = [WIDGETS + "for v in views + [bar]:\n    display(v)"]
 
 # what is compared (the first match of each selector, in a widget's shadow root in marimo): controls
 # whose look the page reset took away, and the canvas it turned into a block
@@ -79,10 +82,12 @@ STYLED = [
     ("IR search", "input.sk-irg-search", ""),
     ("IR mode button", "button.sk-irg-mode", ""),
     ("IR select", "select.sk-irg-fn", ""),
+    ("progress bar", ".sk-progress progress", ""),
 ]
 # colours and fonts a widget takes from JupyterLab's theme variables, where marimo (which has none)
-# shows the widget's own fallbacks: not compared
-THEMED = {"active tab": {"backgroundColor"}, "image canvas": {"color", "borderTopColor", "fontFamily"}}
+# shows the widget's own fallbacks, or inherits from the page's text: not compared
+THEMED = {"active tab": {"backgroundColor"}, "image canvas": {"color", "borderTopColor", "fontFamily"},
+          "progress bar": {"color", "borderTopColor"}}
 PROPS = ["display", "boxSizing", "verticalAlign", "appearance", "color", "backgroundColor", "borderTopWidth",
          "borderTopStyle", "borderTopColor", "borderLeftWidth", "borderLeftStyle", "borderTopLeftRadius",
          "paddingTop", "paddingLeft", "marginTop", "marginLeft", "fontSize", "fontWeight", "fontFamily"]
@@ -187,14 +192,14 @@ def test_widgets_styled_in_marimo_as_in_jupyterlab(marimo_app: str, lab: str, la
     they have in JupyterLab: bordered buttons with padding, the active tab bold on its tint, the play
     glyph a CSS triangle, the canvas inline with a 1px frame."""
     ARTIFACTS = Path(lab_tools.ARTIFACTS)
-    with lab_tools.chromium_page("marimo_widgets_lab_failure.png", 1200, 1400) as page:
+    with lab_tools.chromium_page("marimo_widgets_lab_failure.png", 1200, 2000) as page:
         page.goto(lab)
         lab_tools.run_all_cells(page, len(LAB_CELLS), timeout=120_000)
         in_lab = _styles(page)
         lab_tools.dismiss_toasts(page)
         page.wait_for_timeout(300)
         page.locator(".jp-OutputArea").first.screenshot(path=str(ARTIFACTS / "marimo_widgets_lab.png"))
-    with lab_tools.chromium_page("marimo_widgets_failure.png", 1200, 1400) as page:
+    with lab_tools.chromium_page("marimo_widgets_failure.png", 1200, 2000) as page:
         page.goto(marimo_app)
         in_marimo = _styles(page)
         page.wait_for_timeout(300)
