@@ -6,7 +6,8 @@ widget's shadow root, which left tabs and buttons as bare text until widgets/_re
 browser's defaults back. The computed styles of tabs, buttons, inputs, the play button and the
 canvas, and of the Progress bar (an HTML output, restyled by marimo's page styles), are compared with
 the same widgets' in JupyterLab. Screenshots: artifacts/marimo_heatmap.png,
-artifacts/marimo_widgets.png (marimo) and artifacts/marimo_widgets_lab.png (JupyterLab)."""
+artifacts/marimo_widgets.png (marimo), artifacts/marimo_widgets_lab.png (JupyterLab) and
+artifacts/marimo_widgets_nb7.png (Notebook 7)."""
 
 from __future__ import annotations
 
@@ -167,6 +168,13 @@ def lab(tmp_path_factory: pytest.TempPathFactory, lab_tools) -> Iterator[str]:
         yield url
 
 
+@pytest.fixture(scope="module")
+def notebook7(tmp_path_factory: pytest.TempPathFactory, lab_tools) -> Iterator[str]:
+    with lab_tools.jupyterlab(tmp_path_factory.mktemp("marimo_nb7"), LAB_CELLS, "styled.ipynb",
+                              app="notebook") as url:
+        yield url
+
+
 def test_buffer_view_heat_map_and_image_view_in_marimo(marimo_app: str, lab_tools) -> None:
     with lab_tools.chromium_page("marimo_failure.png", 1200, 1000) as page:
         page.goto(marimo_app)
@@ -187,10 +195,18 @@ def _styles(page) -> dict[str, dict[str, object] | None]:
     return styles
 
 
-def test_widgets_styled_in_marimo_as_in_jupyterlab(marimo_app: str, lab: str, lab_tools) -> None:
-    """Tabs, buttons, inputs, the play button and the image canvas have the computed styles (and sizes)
-    they have in JupyterLab: bordered buttons with padding, the active tab bold on its tint, the play
-    glyph a CSS triangle, the canvas inline with a 1px frame."""
+def _differ(ref: dict[str, dict[str, object] | None], other: dict[str, dict[str, object] | None]) -> dict[str, object]:
+    """{target: {property: (in ref, in other)}} where they differ, THEMED left out."""
+    return {name: d for name, style in other.items() if style is not None and (d := {
+        p: (ref[name][p], v) for p, v in style.items()  # type: ignore[index]
+        if p not in THEMED.get(name, ()) and ref[name][p] != v})}  # type: ignore[index]
+
+
+def test_widgets_styled_in_marimo_as_in_jupyterlab(marimo_app: str, lab: str, notebook7: str, lab_tools) -> None:
+    """Tabs, buttons, inputs, the play button, the image canvas and the progress bar have the computed
+    styles (and sizes) they have in JupyterLab, in marimo and in Notebook 7: bordered buttons with
+    padding, the active tab bold on its tint, the play glyph a CSS triangle, the canvas inline with a
+    1px frame, the browser's own progress bar."""
     ARTIFACTS = Path(lab_tools.ARTIFACTS)
     with lab_tools.chromium_page("marimo_widgets_lab_failure.png", 1200, 2000) as page:
         page.goto(lab)
@@ -199,6 +215,16 @@ def test_widgets_styled_in_marimo_as_in_jupyterlab(marimo_app: str, lab: str, la
         lab_tools.dismiss_toasts(page)
         page.wait_for_timeout(300)
         page.locator(".jp-OutputArea").first.screenshot(path=str(ARTIFACTS / "marimo_widgets_lab.png"))
+    with lab_tools.chromium_page("marimo_widgets_nb7_failure.png", 1200, 2000) as page:
+        page.goto(notebook7)
+        lab_tools.wait_kernel_idle(page, idle=lab_tools.NOTEBOOK7_IDLE)
+        cell = page.locator(".jp-Notebook .jp-Cell").first
+        lab_tools.run_when_connected(page, cell)
+        page.wait_for_function("(c) => /\\[\\d+\\]/.test(c.querySelector('.jp-InputPrompt').textContent)",
+                               arg=cell.element_handle(), timeout=120_000)
+        in_notebook7 = _styles(page)
+        page.wait_for_timeout(300)
+        page.locator(".jp-OutputArea").first.screenshot(path=str(ARTIFACTS / "marimo_widgets_nb7.png"))
     with lab_tools.chromium_page("marimo_widgets_failure.png", 1200, 2000) as page:
         page.goto(marimo_app)
         in_marimo = _styles(page)
@@ -206,14 +232,14 @@ def test_widgets_styled_in_marimo_as_in_jupyterlab(marimo_app: str, lab: str, la
         page.screenshot(path=str(ARTIFACTS / "marimo_widgets.png"), full_page=True)
 
     # what the page reset had taken away, stated once here (so that two equally bare pages cannot pass)
-    for where in (in_lab, in_marimo):
+    for where in (in_lab, in_notebook7, in_marimo):
         tab, active, glyph = where["tab"], where["active tab"], where["play glyph"]
         assert tab and active and glyph
         assert tab["borderTopStyle"] != "none" and float(str(tab["borderTopWidth"])[:-2]) >= 1, tab
         assert float(str(tab["paddingLeft"])[:-2]) >= 4, tab
         assert active["fontWeight"] == "700" and active["backgroundColor"] != tab["backgroundColor"], active
         assert glyph["borderLeftWidth"] == "9px" and glyph["borderLeftStyle"] == "solid", glyph
-    differ = {name: d for name, style in in_marimo.items() if style is not None and (d := {
-        p: (in_lab[name][p], v) for p, v in style.items()  # type: ignore[index]
-        if p not in THEMED.get(name, ()) and in_lab[name][p] != v})}  # type: ignore[index]
+    differ = _differ(in_lab, in_marimo)
     assert not differ, f"styles in marimo differ from JupyterLab's as (JupyterLab, marimo): {differ}"
+    differ = _differ(in_lab, in_notebook7)
+    assert not differ, f"styles in Notebook 7 differ from JupyterLab's as (JupyterLab, Notebook 7): {differ}"
