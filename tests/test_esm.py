@@ -78,3 +78,23 @@ def test_every_widget_bundles_to_one_valid_module(tmp_path: pathlib.Path, widget
         pytest.skip("no node on PATH")
     (tmp_path / "bundle.mjs").write_text(js)
     subprocess.run([NODE, "--check", str(tmp_path / "bundle.mjs")], check=True)
+
+
+def test_every_widget_sheet_starts_with_the_shared_reset_scoped_to_its_root() -> None:
+    """Each widget's `_css` is widgets/_reset.css (the browser's defaults back under marimo's page
+    reset, tests/browser/test_marimo_browser.py) and then its own sheet; the reset's selector names the
+    root class of every widget (the first rule of its sheet), so a new widget left out of it fails here."""
+    from slang_kernel.widgets import BufferView, GradientFlow, ImageView, IRGraph
+
+    folder = pathlib.Path(bundle_esm.__code__.co_filename).parent
+    reset = (folder / "_reset.css").read_text()
+    scopes = [{s.strip() for s in m.split(",")}
+              for m in re.findall(r":where\((\.sk-[^)]*)\)", re.sub(r"/\*.*?\*/", "", reset, flags=re.S))]
+    roots = scopes[0]
+    assert len(scopes) >= 3 and all(s == roots for s in scopes), scopes   # each rule scoped alike
+    for widget, sheet in [(BufferView, "buffer_view.css"), (GradientFlow, "gradient_flow.css"),
+                          (ImageView, "image_view.css"), (IRGraph, "ir_graph.css")]:
+        own = (folder / sheet).read_text()
+        assert widget._css == reset + own, widget.__name__
+        root = re.match(r"\s*(\.[\w-]+)\s*\{", own)
+        assert root is not None and root.group(1) in roots, (sheet, roots)

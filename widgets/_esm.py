@@ -15,6 +15,7 @@ __all__ = ["bundle_css", "bundle_esm"]
 
 HERE = pathlib.Path(__file__).parent
 _DAGRE = "vendor/dagre.esm.js"
+_RESET = "_reset.css"
 _DAGRE_IMPORT = re.compile(r'^import dagre from "\./vendor/dagre\.esm\.js";[ \t]*\n?', re.M)
 _LOCAL_IMPORT = re.compile(r'^import \{\s*([\w$]+(?:\s*,\s*[\w$]+)*)\s*,?\s*\} from "\./(_[\w-]+\.js)";[ \t]*\n?', re.M)
 _ANY_IMPORT = re.compile(r"^import\b.*$", re.M)
@@ -74,10 +75,12 @@ def bundle_esm(js_file: str, folder: pathlib.Path = HERE) -> str:
 
 
 def bundle_css(css_file: str) -> str:
-    """The text of widgets/`css_file`. Text, not a Path: anywidget watches a Path's file and connects
-    a strong callback per widget instance to it, so no widget (its frames, its render function and
-    whatever that holds: a program, a session) could ever be collected, even after close()."""
-    return (HERE / css_file).read_text(encoding="utf-8")
+    """The text of widgets/_reset.css (the browser's defaults back under marimo's page reset: the
+    widgets look as in JupyterLab) followed by that of widgets/`css_file`. Text, not a Path: anywidget
+    watches a Path's file and connects a strong callback per widget instance to it, so no widget (its
+    frames, its render function and whatever that holds: a program, a session) could ever be
+    collected, even after close()."""
+    return "".join((HERE / f).read_text(encoding="utf-8") for f in (_RESET, css_file))
 
 
 class HtmlFallback:

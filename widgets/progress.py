@@ -16,6 +16,9 @@ from typing import Any, Callable
 __all__ = ["Progress"]
 
 _STYLE = ("display:flex;align-items:center;gap:8px;font:12px monospace;margin:2px 0")
+# the browser's own bar, as JupyterLab shows it: marimo's page styles restyle a bare <progress>
+# (flat, stretched); `all: revert` in the element's own style undoes them, the width comes after it
+_BAR_STYLE = "all:revert;width:240px"
 
 
 class Progress:
@@ -54,7 +57,7 @@ class Progress:
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         text = self.text()
         bar = (f"<div class='sk-progress' style='{_STYLE}'><progress value='{self.n}' max='{max(self.total, 1)}' "
-               f"style='width:240px'></progress><span class='sk-progress-text'>{html.escape(text)}</span></div>")
+               f"style='{_BAR_STYLE}'></progress><span class='sk-progress-text'>{html.escape(text)}</span></div>")
         return {"text/plain": text, "text/html": bar}
 
     def __repr__(self) -> str:
