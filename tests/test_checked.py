@@ -44,10 +44,9 @@ void oob_global(uint3 t: SV_DispatchThreadID, uniform uint width)
 
 @pytest.fixture(scope="module")
 def checked(backend_name: str, open_session: Callable[..., sk.Session]) -> Iterator[sk.Session]:
-    s = open_session(backend_name, checked=True)
-    s.run_cell(OOB, name="oob")
-    yield s
-    s.close()
+    with open_session(backend_name, checked=True) as s:
+        s.run_cell(OOB, name="oob")
+        yield s
 
 
 def _cpu_text(kernel: str, count: int, index: int, size: int, buffer: str) -> str:

@@ -36,10 +36,9 @@ float plus_inverse(float a, float b) { return a + 1.0 / b; }
 
 @pytest.fixture(scope="module")
 def finite(backend_name: str, open_session: Callable[..., sk.Session]) -> Iterator[sk.Session]:
-    s = open_session(backend_name, check_finite=True)
-    s.run_cell(STEP, name="step")
-    yield s
-    s.close()
+    with open_session(backend_name, check_finite=True) as s:
+        s.run_cell(STEP, name="step")
+        yield s
 
 
 def _arrays(s: sk.Session, **arrays: np.ndarray) -> dict[str, Any]:

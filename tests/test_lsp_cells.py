@@ -31,6 +31,15 @@ def _notebook(path: Path, cells: list[tuple[str, int | None]], kernel: str = "sl
     path.write_text(json.dumps(nb))
 
 
+def _open_virtual(client: LanguageClient, virtual: Path, text: str) -> Path:
+    """Write `text` as jupyterlab-lsp's virtual document `virtual` and open it in the server, as the editor does."""
+    virtual.parent.mkdir()
+    virtual.write_text(text)
+    client.notify("textDocument/didOpen", {"textDocument": {"uri": virtual.as_uri(), "languageId": "slang",
+                                                            "version": 1, "text": text}})
+    return virtual
+
+
 def _hover(client: LanguageClient, uri: str, text: str, needle: str, after: int) -> Any:
     i = text.index(needle) + after
     pos = {"line": text[:i].count("\n"), "character": i - (text.rfind("\n", 0, i) + 1)}
@@ -55,11 +64,7 @@ def test_hover_names_the_cell_and_answers_after_a_name(client: LanguageClient, t
     _notebook(tmp_path / "lsp.ipynb", cells)
     code = [s for s, _ in cells if not s.startswith("#md")]
     text = "\n\n".join((s if not s.startswith("%%python") else "") + "\n" for s in code)
-    virtual = tmp_path / ".virtual_documents" / "lsp.ipynb"
-    virtual.parent.mkdir()
-    virtual.write_text(text)
-    client.notify("textDocument/didOpen", {"textDocument": {"uri": virtual.as_uri(), "languageId": "slang",
-                                                            "version": 1, "text": text}})
+    virtual = _open_virtual(client, tmp_path / ".virtual_documents" / "lsp.ipynb", text)
     at_sq = _hover(client, virtual.as_uri(), text, "sq(m)", 1)["contents"]["value"]
     assert "func sq(float x) -> float" in at_sq and "Defined in In[4], line 1" in at_sq, at_sq
     # the call `energy(2.0)`, pointer on the right half of the `y`: the position after the name
@@ -83,11 +88,7 @@ def test_python_notebook_slang_cells_are_named(client: LanguageClient, tmp_path:
              ("x = [1, 2, 3]", 3), ("%%slang\nfloat g(float y) { return sq(y); }", None)]
     _notebook(tmp_path / "py.ipynb", cells, kernel="python3")
     text = "float sq(float x) { return x * x; }\n\n\nfloat g(float y) { return sq(y); }\n"
-    virtual = tmp_path / ".virtual_documents" / "py.ipynb.python-slang.slang"
-    virtual.parent.mkdir()
-    virtual.write_text(text)
-    client.notify("textDocument/didOpen", {"textDocument": {"uri": virtual.as_uri(), "languageId": "slang",
-                                                            "version": 1, "text": text}})
+    virtual = _open_virtual(client, tmp_path / ".virtual_documents" / "py.ipynb.python-slang.slang", text)
     hover = _hover(client, virtual.as_uri(), text, "sq(y)", 0)["contents"]["value"]
     assert "Defined in In[2], line 2" in hover, hover   # line 1 of the cell is `%%slang`
 

@@ -31,3 +31,22 @@ def test_mypy_is_clean() -> None:
                           cwd=ROOT, capture_output=True, text=True)
     # ("No module named mypy": it comes with the test extra, which scripts/setup installs)
     assert proc.returncode == 0, f"mypy exited with {proc.returncode}:\n{proc.stdout}{proc.stderr}"
+
+
+def test_no_fixed_sleep_in_the_tests() -> None:
+    # a test waits on the condition a wait stands for (tests/waiting.py's wait_until, Playwright's
+    # wait_for_function/locator waits, lab_pages.py's wait_frames/wait_redrawn/painted), never for a
+    # fixed time. Allowed: waiting.py's poll interval, and the notebook cell that must outrun a time
+    # limit (it is the thing timed, named CELL_OUTRUNNING_THE_LIMIT).
+    import re
+
+    fixed = re.compile(r"\b(?:sleep|wait_for_timeout)\(")
+    allowed = {("waiting.py", "time.sleep" + "(poll)"), ("test_execute_notebook.py", "CELL_OUTRUNNING_THE_LIMIT = ")}
+    found = []
+    for path in sorted((ROOT / "tests").rglob("*")):
+        if path.suffix not in (".py", ".js", ".ts", ".slang") or "slang_torch" in path.parts:
+            continue   # tests/data/slang_torch: slang-torch's own files, kept as they are
+        for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if fixed.search(line) and not any(path.name == f and s in line for f, s in allowed):
+                found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
+    assert found == [], "fixed sleeps in tests (wait on the condition instead):\n" + "\n".join(found)

@@ -235,6 +235,13 @@ def test_shared_arrays_are_used_in_place(vk: sk.Session) -> None:
     np.testing.assert_array_equal(y, 3 * np.arange(100))
 
 
+def _python_says(code: str) -> str:
+    """What a fresh Python running `code` prints; it must exit cleanly (a crash at exit is the bug looked for)."""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
 def test_no_crash_at_exit_after_a_kernel_crash() -> None:
     code = ("import numpy as np, slang_kernel as sk\n"
             f"s = sk.Session(backend='vulkan')\ns.run_cell({GROUPSHARED!r}, name='gs')\n"
@@ -243,9 +250,8 @@ def test_no_crash_at_exit_after_a_kernel_crash() -> None:
             "    except sk.KernelCrash:\n        print('CRASH')\n"
             "else:\n    s.backend.reset()\n    print('CRASH')  # a GPU survives the kernel: a restart instead\n"
             "b = np.zeros(64, np.float32)\ns.kernel('gs')(threads=64, b=b, k=0)\nprint('OK', b[0])\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "CRASH" in proc.stdout and "OK 1.0" in proc.stdout
+    stdout = _python_says(code)
+    assert "CRASH" in stdout and "OK 1.0" in stdout
 
 
 def test_a_crashing_shader_in_a_notebook_costs_its_cell_only(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -422,12 +428,11 @@ def test_splatting_shader_runs_right_or_costs_its_cell_and_exits_clean(tmp_path:
             "except sk.KernelCrash as exc:\n    print('CRASH', exc.kernel)\n"
             "s.run_cell('float sq(float x) { return x * x; }', name='sq')\n"
             "print('NEXT', s.function('sq')(np.float32(3.0)))\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "NEXT 9.0" in proc.stdout, proc.stdout
-    if "CRASH splat" in proc.stdout:   # what lavapipe did to the issue's splatting shader: its cell's error only
+    stdout = _python_says(code)
+    assert "NEXT 9.0" in stdout, stdout
+    if "CRASH splat" in stdout:   # what lavapipe did to the issue's splatting shader: its cell's error only
         return
-    assert "RAN" in proc.stdout, proc.stdout
+    assert "RAN" in stdout, stdout
     got = np.load(out)
     img, counts, stats = got["img"], got["counts"], got["stats"]
     assert stats[0] == counts.sum() > 1024 and stats[1] == counts.max() <= 256   # no tile's list overflowed

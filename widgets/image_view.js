@@ -321,24 +321,17 @@ function render({ model, el: host }) {
   // snapshot() re-displays the widget; JupyterLab detaches the old view's node but never disposes of
   // the view, so a view that is detached when the epoch changes stops listening (and requesting)
   function onEpoch() { if (!root.isConnected) cleanup(); }
-  model.on("change:_frame_meta", onFrame);
-  model.on("msg:custom", onCustom);
-  model.on("change:_epoch", onEpoch);
-  model.on("change:_controls", controls.update);
-  model.on("change:pixel_debug", showPixel);
-  model.on("change:pixel_text", onPixelText);
-  for (const k of ["exposure", "colormap", "srgb", "range"]) model.on("change:" + k, onTone);
+  // what the view listens to, once, so that cleanup() stops listening to each
+  const listeners = [["change:_frame_meta", onFrame], ["msg:custom", onCustom], ["change:_epoch", onEpoch],
+                     ["change:_controls", controls.update], ["change:pixel_debug", showPixel],
+                     ["change:pixel_text", onPixelText],
+                     ...["exposure", "colormap", "srgb", "range"].map((k) => ["change:" + k, onTone])];
+  for (const [event, handler] of listeners) model.on(event, handler);
   loadFrame(true).then(() => { syncBar(); stream.ack(); });
   syncBar();
   function cleanup() {
     stream.playing = false;
-    model.off("change:_frame_meta", onFrame);
-    model.off("msg:custom", onCustom);
-    model.off("change:_epoch", onEpoch);
-    model.off("change:_controls", controls.update);
-    model.off("change:pixel_debug", showPixel);
-    model.off("change:pixel_text", onPixelText);
-    for (const k of ["exposure", "colormap", "srgb", "range"]) model.off("change:" + k, onTone);
+    for (const [event, handler] of listeners) model.off(event, handler);
   }
   return cleanup;
 }

@@ -28,7 +28,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 import urllib.parse
 import urllib.request
 from contextlib import ExitStack, contextmanager
@@ -37,19 +36,20 @@ from typing import Iterator, Sequence
 import pytest
 
 from slang_kernel._server import SERVER_ARG
+from tests.waiting import wait_until
 
 # tests/browser is on sys.path (it is no package: pytest puts the folder of its conftest there)
 from lab_pages import (CANVAS_STATS, COLOR_SHARES, FPS_JS, NOTEBOOK7_IDLE, dismiss_toasts,
-                       drag_slider, drawn_view, open_dialogs, pause, run_all_cells, run_all_menu, run_cell,
-                       run_when_connected, set_cell_text, wait_js, wait_kernel_idle)
+                       drag_slider, drawn_view, open_dialogs, painted, pause, run_all_cells, run_all_menu, run_cell,
+                       run_when_connected, set_cell_text, wait_clock, wait_frames, wait_js, wait_kernel_idle,
+                       wait_redrawn)
+from served import PYTHON_KERNELSPEC, SLANG_KERNELSPEC
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "artifacts"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
-PYTHON_KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
-SLANG_KERNELSPEC = {"name": "slang", "display_name": "Slang", "language": "slang"}
 
 
 # A light 512x512 image kernel (sin/cos per pixel; also timed alone by bench/bench_engine.py)
@@ -127,18 +127,20 @@ class JupyterServer:
              f"--ServerApp.root_dir={root}", SERVER_ARG],
             cwd=root, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
         try:
-            deadline = time.time() + 60
-            while True:
-                try:
-                    self._api("GET", "status")
-                    break
-                except OSError:
-                    if self.proc.poll() is not None or time.time() > deadline:
-                        raise RuntimeError(f"jupyter {app} did not start:\n" + self.log_path.read_text()[-3000:])
-                    time.sleep(0.3)
+            wait_until(self._answers, 60, f"jupyter {app} to answer on port {self.port} (its log: {self.log_path})")
         except BaseException:
             self.close()
             raise
+
+    def _answers(self) -> bool:
+        """Whether the server answers its REST API yet; a RuntimeError with its log once it has exited."""
+        try:
+            self._api("GET", "status")
+            return True
+        except OSError:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"jupyter {self.app} did not start:\n" + self.log_path.read_text()[-3000:])
+            return False
 
     def _api(self, method: str, path: str) -> object:
         req = urllib.request.Request(f"http://127.0.0.1:{self.port}/api/{path}?token={self.token}", method=method)
@@ -209,6 +211,10 @@ class LabTools:
     drag_slider = staticmethod(drag_slider)
     drawn_view = staticmethod(drawn_view)
     wait_js = staticmethod(wait_js)
+    wait_frames = staticmethod(wait_frames)
+    wait_clock = staticmethod(wait_clock)
+    wait_redrawn = staticmethod(wait_redrawn)
+    painted = staticmethod(painted)
     pause = staticmethod(pause)
     run_all_cells = staticmethod(run_all_cells)
     run_all_menu = staticmethod(run_all_menu)

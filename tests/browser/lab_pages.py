@@ -182,6 +182,38 @@ def wait_js(page, predicate: str, loc, timeout: int = 60_000) -> None:
     page.wait_for_function(predicate, arg=loc.element_handle(), timeout=timeout)
 
 
+def wait_frames(page, view, more: int = 1, timeout: int = 30_000) -> None:
+    """Wait until the live view `view` has drawn `more` frames beyond those it has drawn now."""
+    n = int(view.get_attribute("data-frames") or 0)
+    wait_js(page, f"(e) => Number(e.dataset.frames) >= {n + more}", view, timeout)
+
+
+# a live view's clock: its time control's label, "t = N ms" (null without one)
+CLOCK_MS = ("(e) => { const m = /t = (\\d+) ms/.exec(e.querySelector('.sk-ctl-time').textContent);"
+            " return m ? Number(m[1]) : null; }")
+
+
+def wait_clock(page, view, ms: float, since: float | None = None, timeout: int = 30_000) -> None:
+    """Wait until the live view's clock reads more than `since` (default: what it reads now) + `ms`."""
+    t0 = view.evaluate(CLOCK_MS) if since is None else since
+    page.wait_for_function(f"(e) => ({CLOCK_MS})(e) > {float(t0) + ms}", arg=view.element_handle(),
+                           timeout=timeout)
+
+
+def wait_redrawn(page, canvas, before: dict, timeout: int = 30_000) -> dict:
+    """Wait until `canvas` shows other pixels than `before` (a CANVAS_STATS result: the image changed)
+    and return its CANVAS_STATS then; a Playwright TimeoutError when it does not change in time."""
+    page.wait_for_function(f"(c) => ({CANVAS_STATS})(c).hash !== {int(before['hash'])}",
+                           arg=canvas.element_handle(), timeout=timeout)
+    return canvas.evaluate(CANVAS_STATS)
+
+
+def painted(page) -> None:
+    """Wait until the page has painted twice more: what a scroll or a style change needs before a
+    screenshot shows it."""
+    page.evaluate("() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))")
+
+
 def drawn_view(page, where, frames: int = 0):
     """The live view (`.sk-img`) in `where` (a cell or its output area), once it has drawn more than
     `frames` frames."""

@@ -19,6 +19,8 @@ import re
 
 import pytest
 
+from served import served_notebook
+
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
 LONG = "// " + "a comment long enough to need wrapping in the source panel beside the graph " * 3
@@ -99,10 +101,7 @@ def _num(v: float) -> str:
     return t[:-2] if t.endswith(".0") else t
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory, lab_tools):
-    with lab_tools.jupyterlab(tmp_path_factory.mktemp("debuglab"), CELLS, "debugging.ipynb") as url:
-        yield url
+lab = served_notebook("debuglab", CELLS, "debugging.ipynb")
 
 
 def test_debugging_views(lab: str, lab_tools) -> None:

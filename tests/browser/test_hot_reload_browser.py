@@ -18,6 +18,10 @@ import re
 
 import pytest
 
+from served import served_notebook
+
+from lab_pages import wait_clock  # tests/browser is on sys.path (conftest.py says why)
+
 pytestmark = [pytest.mark.browser, pytest.mark.vulkan, pytest.mark.timeout(600)]
 
 PLAYS = "([e, n]) => Number(e.dataset.frames) >= n"
@@ -45,8 +49,12 @@ def _assert_plays(page, view, frames: int = 3, timeout: int = 30_000) -> None:
     f0, t0 = _frames(view), _time_ms(view)
     assert "pause" in _text(view.locator(".sk-play")), "the view is not playing"
     page.wait_for_function(PLAYS, arg=[view.element_handle(), f0 + frames], timeout=timeout)
-    page.wait_for_timeout(600)  # the clock label is refreshed every 250 ms
-    assert _time_ms(view) > t0, "frames arrive but the clock stands still"
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:   # the clock label is refreshed every 250 ms
+        wait_clock(page, view, 0, since=t0, timeout=5_000)
+    except PlaywrightTimeout:
+        raise AssertionError("frames arrive but the clock stands still") from None
 
 
 def _wait_color(page, canvas, color: str, share: float, shares_js: str, timeout: int = 30_000) -> float:
@@ -162,10 +170,7 @@ CELLS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def edit_lab(tmp_path_factory: pytest.TempPathFactory, lab_tools):
-    with lab_tools.jupyterlab(tmp_path_factory.mktemp("edit_lab"), CELLS, "hot_reload.ipynb") as url:
-        yield url
+edit_lab = served_notebook("edit_lab", CELLS, "hot_reload.ipynb")
 
 
 def test_running_view_follows_edits_unrelated_cells_and_errors(edit_lab: str, lab_tools) -> None:
@@ -200,7 +205,7 @@ def test_running_view_follows_edits_unrelated_cells_and_errors(edit_lab: str, la
         _assert_plays(page, view)
         lab_tools.dismiss_toasts(page)
         view_cell.scroll_into_view_if_needed()
-        page.wait_for_timeout(300)
+        lab_tools.painted(page)
         view.screenshot(path=str(ARTIFACTS / "hot_reload_b_edit.png"))
 
         # (d) a broken edit: frames keep coming from the last good revision, the error over the image
@@ -215,7 +220,7 @@ def test_running_view_follows_edits_unrelated_cells_and_errors(edit_lab: str, la
         _assert_plays(page, view)
         assert canvas.evaluate(COLOR_SHARES)["green"] > 0.9       # still the last good code
         view_cell.scroll_into_view_if_needed()
-        page.wait_for_timeout(300)
+        lab_tools.painted(page)
         view.screenshot(path=str(ARTIFACTS / "hot_reload_d_broken.png"))
         page.screenshot(path=str(ARTIFACTS / "hot_reload_d_notebook.png"), full_page=True)
 

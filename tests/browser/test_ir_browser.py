@@ -9,6 +9,8 @@ import json
 
 import pytest
 
+from served import served_notebook
+
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(150)]
 
@@ -46,10 +48,7 @@ CELLS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory, lab_tools):
-    with lab_tools.jupyterlab(tmp_path_factory.mktemp("irlab"), CELLS, "ir.ipynb") as url:
-        yield url
+lab = served_notebook("irlab", CELLS, "ir.ipynb")
 
 
 def test_ir_graph_and_gradient_flow(lab: str, lab_tools) -> None:
@@ -78,8 +77,9 @@ def test_ir_graph_and_gradient_flow(lab: str, lab_tools) -> None:
         h2 = g2.element_handle()
         page.wait_for_function("(e) => Number(e.dataset.nodes) > 0", arg=h2, timeout=30_000)
         page.set_viewport_size({"width": 1000, "height": 1000})
+        lab_tools.painted(page)   # the notebook laid out anew at 1000 px (the graph's resize observer ran)
         g2.locator(".sk-irg-fit").click()
-        page.wait_for_timeout(200)
+        lab_tools.painted(page)
         assert g2.get_attribute("data-columns") == "1"
         titles = g2.locator(".sk-irg-coltitle").evaluate_all("(els) => els.map((e) => e.textContent)")
         assert len(titles) == 1 and titles[0].startswith("loss"), titles
@@ -92,19 +92,20 @@ def test_ir_graph_and_gradient_flow(lab: str, lab_tools) -> None:
         chips = g2.locator(".sk-irg-chip").evaluate_all("(els) => els.map((e) => e.textContent)")
         assert "loss" in chips and "bwd_diff(loss) propagate" in chips, chips   # demangled (s_bwdProp_loss)
         g2.screenshot(path=str(ARTIFACTS / "ir_graph_opened_1000px.png"))
-        z0 = float(g2.get_attribute("data-zoom"))
+        zoom0 = g2.get_attribute("data-zoom")
+        z0 = float(zoom0)
         g2.locator(".sk-irg-canvas").hover()
         page.mouse.wheel(0, -100)
-        page.wait_for_timeout(100)
+        lab_tools.wait_js(page, f"(e) => e.dataset.zoom !== '{zoom0}'", g2, 10_000)
         z1 = float(g2.get_attribute("data-zoom"))
         assert 1.0 < z1 / z0 <= 1.1001, (z0, z1)
         for _ in range(60):
             page.mouse.wheel(0, -400)
-        page.wait_for_timeout(200)
+        lab_tools.wait_js(page, "(e) => Number(e.dataset.zoom) >= 3.999", g2, 10_000)   # zoomed in all the way
         assert float(g2.get_attribute("data-zoom")) <= 4.0
         for _ in range(80):
             page.mouse.wheel(0, 400)
-        page.wait_for_timeout(200)
+        lab_tools.wait_js(page, "(e) => Number(e.dataset.zoom) <= 0.2005", g2, 10_000)   # ... and out
         assert float(g2.get_attribute("data-zoom")) >= 0.2
         # one click on a chip shows that function alone
         g2.locator(".sk-irg-chip", has_text="bwd_diff(loss) propagate").first.click()

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from served import SLANG_KERNELSPEC, served_notebook
+
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(150)]
 
 CELL = """[shader("compute")][numthreads(64, 1, 1)]
@@ -23,12 +25,8 @@ COLOR_OF = """([cell, word]) => {
 }"""
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory, lab_tools):
-    # the shared server has this checkout's kernelspec and labextension first on JUPYTER_PATH
-    with lab_tools.jupyterlab(tmp_path_factory.mktemp("kernellab"), [CELL], "slang.ipynb",
-                              kernelspec=lab_tools.SLANG_KERNELSPEC) as url:
-        yield url
+# the shared server has this checkout's kernelspec and labextension first on JUPYTER_PATH
+lab = served_notebook("kernellab", [CELL], "slang.ipynb", kernelspec=SLANG_KERNELSPEC)
 
 
 def test_slang_cells_are_highlighted_as_slang(lab: str, lab_tools) -> None:

@@ -12,6 +12,8 @@ import time
 
 import pytest
 
+from served import SLANG_KERNELSPEC, served_notebook
+
 pytest.importorskip("jupyter_lsp", reason="the [lsp] extra: pip install 'slang-kernel[lsp]'")
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
@@ -61,32 +63,30 @@ def _wait_lsp(page, lab_tools) -> None:
 
 
 def _hover(page, cell, word: str, nth: int = 0) -> str:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     at = _token(cell, word, nth)
     assert at is not None, f"{word!r} not in the cell"
     page.mouse.click(at["x"], at["y"])  # the editor takes the key events
-    page.mouse.move(at["x"] + 1, at["y"])
-    page.wait_for_timeout(800)  # the hover request is sent once the mouse rests (300 ms)
-    page.keyboard.down("Control")
-    try:
-        page.mouse.move(at["x"] + 1, at["y"], steps=2)
-        page.wait_for_function("() => [...document.querySelectorAll('.lsp-hover')]"
-                               ".some((e) => e.innerText.trim().length > 0)", timeout=30_000)
-        return "\n".join(e.inner_text() for e in page.locator(".lsp-hover").all())
-    finally:
-        page.keyboard.up("Control")
+    deadline = time.monotonic() + 30
+    while True:   # the hover is asked for once the mouse rests (300 ms), shown with Ctrl: again until it shows
+        page.mouse.move(at["x"] + 1, at["y"])
+        page.keyboard.down("Control")
+        try:
+            page.mouse.move(at["x"] + 1, at["y"], steps=2)
+            page.wait_for_function("() => [...document.querySelectorAll('.lsp-hover')]"
+                                   ".some((e) => e.innerText.trim().length > 0)", timeout=2_000)
+            return "\n".join(e.inner_text() for e in page.locator(".lsp-hover").all())
+        except PlaywrightTimeout:
+            assert time.monotonic() < deadline, f"no hover over {word!r} came in 30 s"
+        finally:
+            page.keyboard.up("Control")
 
 
-@pytest.fixture(scope="module")
-def slang_lab(tmp_path_factory: pytest.TempPathFactory, lab_tools):
-    with lab_tools.jupyterlab(tmp_path_factory.mktemp("lsplab"), SLANG_CELLS, "lsp.ipynb",
-                              kernelspec=lab_tools.SLANG_KERNELSPEC) as url:
-        yield url
+slang_lab = served_notebook("lsplab", SLANG_CELLS, "lsp.ipynb", kernelspec=SLANG_KERNELSPEC)
 
 
-@pytest.fixture(scope="module")
-def python_lab(tmp_path_factory: pytest.TempPathFactory, lab_tools):
-    with lab_tools.jupyterlab(tmp_path_factory.mktemp("lsppy"), PYTHON_CELLS, "lsp_python.ipynb") as url:
-        yield url
+python_lab = served_notebook("lsppy", PYTHON_CELLS, "lsp_python.ipynb")
 
 
 def test_slang_notebook_gets_the_language_server(slang_lab: str, lab_tools) -> None:
@@ -154,12 +154,8 @@ def test_slang_cells_of_a_python_notebook_get_the_language_server(python_lab: st
         page.screenshot(path=str(lab_tools.ARTIFACTS / "lsp_python_hover.png"))
 
 
-@pytest.fixture(scope="module")
-def notebook7(tmp_path_factory: pytest.TempPathFactory, lab_tools):
-    cells = ["float sq(float x) { return x * x; }", "float k = sq("]
-    with lab_tools.jupyterlab(tmp_path_factory.mktemp("lspnb7"), cells, "lsp_nb7.ipynb",
-                              kernelspec=lab_tools.SLANG_KERNELSPEC, app="notebook") as url:
-        yield url
+notebook7 = served_notebook("lspnb7", ["float sq(float x) { return x * x; }", "float k = sq("], "lsp_nb7.ipynb",
+                            kernelspec=SLANG_KERNELSPEC, app="notebook")
 
 
 def test_shift_tab_in_notebook7_is_answered_by_the_server(notebook7: str, lab_tools) -> None:

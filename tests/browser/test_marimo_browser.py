@@ -17,12 +17,13 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 from typing import Iterator
 
 import pytest
+
+from tests.waiting import wait_until
 
 pytest.importorskip("marimo", reason="marimo: pip install 'marimo>=0.9' (in the [test] extra)")
 
@@ -143,14 +144,15 @@ def marimo_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                             env=dict(os.environ, SLANG_KERNEL_BACKEND="cpu"), start_new_session=True)
     url = f"http://127.0.0.1:{port}/"
     try:
-        deadline = time.monotonic() + 60
-        while True:
+        def answers() -> bool:
             try:
                 urllib.request.urlopen(url, timeout=2).read()
-                break
+                return True
             except OSError:
-                assert proc.poll() is None and time.monotonic() < deadline, (root / "marimo.log").read_text()
-                time.sleep(0.3)
+                assert proc.poll() is None, (root / "marimo.log").read_text()
+                return False
+
+        wait_until(answers, 60, f"marimo to answer at {url} (its log: {root / 'marimo.log'})")
         yield url
     finally:
         os.killpg(proc.pid, signal.SIGTERM)   # the server and the app's kernel it started
@@ -184,7 +186,7 @@ def test_buffer_view_heat_map_and_image_view_in_marimo(marimo_app: str, lab_tool
         page.wait_for_function(f"() => ({CANVAS})('canvas.sk-buf-plot').some((c) => c[2] > 0)", timeout=30_000)
         (heat,) = page.evaluate(CANVAS, "canvas.sk-buf-plot")
         assert heat == [64, 64, 64 * 64], heat          # every cell of the 64 x 64 grid drawn
-        page.wait_for_timeout(300)
+        lab_tools.painted(page)
         page.screenshot(path=str(Path(lab_tools.ARTIFACTS) / "marimo_heatmap.png"))
 
 

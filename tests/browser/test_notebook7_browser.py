@@ -200,8 +200,7 @@ def test_slang_magic_and_every_widget_in_notebook7(notebook7: dict[str, str], la
         frames0 = int(live.get_attribute("data-frames"))
         lab_tools.drag_slider(page, live.locator(".sk-ctl-slider input"), 0.1, 0.9)
         wait_js(page, f"(e) => Number(e.dataset.frames) > {frames0}", live)
-        page.wait_for_timeout(300)
-        after = live.locator("canvas").evaluate(CANVAS_STATS)
+        after = lab_tools.wait_redrawn(page, live.locator("canvas"), before)
         assert after["hash"] != before["hash"] and after["nonbg"] > 1000, (before, after)
 
         # IRGraph lays out the function's IR

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from served import served_notebook
+
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
 PAINTING = (Path(__file__).resolve().parent.parent / "data" / "playground" / "demos" / "painting.slang").read_text()
@@ -25,11 +27,8 @@ ROW = """(c, [y, x0, x1]) => {
 }"""
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory, lab_tools):
-    cells = ["%load_ext slang_kernel\n%slang_backend cpu", "%%slang paint\n" + PAINTING]
-    with lab_tools.jupyterlab(tmp_path_factory.mktemp("paintlab"), cells, "paint.ipynb") as url:
-        yield url
+lab = served_notebook("paintlab", ["%load_ext slang_kernel\n%slang_backend cpu", "%%slang paint\n" + PAINTING],
+                      "paint.ipynb")
 
 
 def test_a_fast_drag_paints_one_stroke(lab: str, lab_tools) -> None:
@@ -52,7 +51,9 @@ def test_a_fast_drag_paints_one_stroke(lab: str, lab_tools) -> None:
         page.mouse.move(x1, y, steps=40)
         page.mouse.up()
         lab_tools.wait_js(page, f"(e) => Number(e.dataset.frames) > {frames + 1}", view)
-        page.wait_for_timeout(1500)   # the last requests come back
+        # the last requests come back: the stroke reaches the drag's end
+        page.wait_for_function(f"([c, a]) => {{ const r = ({ROW})(c, a); return r.lastIndexOf(1) > 0.95 * r.length; }}",
+                               arg=[canvas.element_handle(), [y, x0, x1]], timeout=30_000)
         row = canvas.evaluate(ROW, [y, x0, x1])
         view.screenshot(path=str(lab_tools.ARTIFACTS / "paint_stroke.png"))
         painted = [i for i, v in enumerate(row) if v]

@@ -14,11 +14,13 @@ import base64
 import io
 import json
 import re
-import time
 
 from pathlib import Path
 
 import pytest
+
+from served import SLANG_KERNELSPEC, served_notebook
+from tests.waiting import wait_until
 
 from tests.test_playground import SHADER  # the same Playground example as the unit tests
 
@@ -40,6 +42,17 @@ def lab(tmp_path_factory: pytest.TempPathFactory, lab_tools):
         yield url, root
 
 
+def _saved_png(path: Path) -> tuple[str, list[dict]] | None:
+    """The playground cell's saved PNG (base64) and its outputs, once the saved notebook has them."""
+    try:
+        nb = json.loads(path.read_text())
+    except json.JSONDecodeError:  # read while the server was writing it
+        return None
+    outs = nb["cells"][1].get("outputs", [])
+    pngs = [o["data"]["image/png"] for o in outs if "image/png" in o.get("data", {})]
+    return (pngs[0], outs) if pngs else None
+
+
 def _png_stats(b64: str) -> tuple[tuple[int, int], float]:
     import numpy as np
     from PIL import Image
@@ -53,6 +66,7 @@ def test_playground_cell_in_jupyterlab(lab, lab_tools) -> None:
     CANVAS_STATS, FPS_JS = lab_tools.CANVAS_STATS, lab_tools.FPS_JS
     url, root = lab
     numbers: dict[str, object] = {}
+    PlaywrightTimeout = pytest.importorskip("playwright.sync_api").TimeoutError
     with lab_tools.chromium_page("playground_browser_failure.png") as page:
         page.goto(url)
         lab_tools.run_all_cells(page, 3, timeout=120_000)
@@ -61,10 +75,11 @@ def test_playground_cell_in_jupyterlab(lab, lab_tools) -> None:
         pg = lab_tools.drawn_view(page, cells.nth(1), frames=3)          # TIME plays: it animates
         canvas = pg.locator("canvas")
         a1 = canvas.evaluate(CANVAS_STATS)
-        page.wait_for_timeout(500)
-        a2 = canvas.evaluate(CANVAS_STATS)
         assert a1["nonbg"] > 1000 and a1["colors"] > 10, a1
-        assert a1["hash"] != a2["hash"], "the playground image does not animate"
+        try:
+            lab_tools.wait_redrawn(page, canvas, a1, timeout=10_000)
+        except PlaywrightTimeout:
+            raise AssertionError("the playground image does not animate") from None
         loop = pg.evaluate(FPS_JS)
         numbers["playground_vulkan_lavapipe_fps_512"] = round(loop["frames"] / 5.0, 1)
         assert cells.nth(1).locator("a.sk-playground-link").get_attribute("href").startswith(
@@ -79,8 +94,7 @@ def test_playground_cell_in_jupyterlab(lab, lab_tools) -> None:
         assert slider.get_attribute("min") == "0" and slider.get_attribute("max") == "1"
         lab_tools.drag_slider(page, slider, 0.5, 0.95, steps=8)
         wait_js(page, f"(e) => Number(e.dataset.frames) > {frames0}", pg)
-        page.wait_for_timeout(500)
-        after = canvas.evaluate(CANVAS_STATS)
+        after = lab_tools.wait_redrawn(page, canvas, before)
         assert after["hash"] != before["hash"] and after["nonbg"] > 1000, (before, after)
         pg.screenshot(path=str(ARTIFACTS / "playground_cell.png"))
 
@@ -103,21 +117,9 @@ def test_playground_cell_in_jupyterlab(lab, lab_tools) -> None:
         cells.nth(0).locator(".jp-InputArea-editor").click()
         page.keyboard.press("Escape")
         page.keyboard.press("Control+s")
-        deadline = time.time() + 30
-        saved = None
-        while time.time() < deadline:
-            try:
-                nb = json.loads((root / "playground.ipynb").read_text())
-            except json.JSONDecodeError:  # read while the server was writing it
-                time.sleep(0.2)
-                continue
-            outs = nb["cells"][1].get("outputs", [])
-            pngs = [o["data"]["image/png"] for o in outs if "image/png" in o.get("data", {})]
-            if pngs:
-                saved = pngs[0]
-                break
-            time.sleep(0.5)
-        assert saved is not None, "the saved notebook has no PNG for the playground cell"
+        wait_until(lambda: _saved_png(root / "playground.ipynb") is not None, 30,
+                   "the saved notebook to hold a PNG for the playground cell")
+        saved, outs = _saved_png(root / "playground.ipynb") or ("", [])
         shape, std = _png_stats(saved)
         assert shape == (512, 512) and std > 10, (shape, std)
         links = [o for o in outs if "shader-slang.org/slang-playground" in json.dumps(o.get("data", {}))]
@@ -137,12 +139,8 @@ def _image_of(png: bytes):
     return img[ys.min():ys.max() + 1, xs.min():xs.max() + 1]
 
 
-@pytest.fixture(scope="module")
-def demos_lab(tmp_path_factory: pytest.TempPathFactory, lab_tools):
-    cells = ["%load_ext slang_kernel\n%slang_backend cpu", "%%slang\n" + CIRCLE, "%%slang\n" + VOLUME]
-    root = tmp_path_factory.mktemp("pgdemos")
-    with lab_tools.jupyterlab(root, cells, "demos.ipynb") as url:
-        yield url
+demos_lab = served_notebook("pgdemos", ["%load_ext slang_kernel\n%slang_backend cpu", "%%slang\n" + CIRCLE,
+                                        "%%slang\n" + VOLUME], "demos.ipynb")
 
 
 def _keeps_playing_through_a_typo(page, lab_tools, cell, shot: str) -> None:
@@ -176,9 +174,8 @@ def _keeps_playing_through_a_typo(page, lab_tools, cell, shot: str) -> None:
     f0 = int(view.get_attribute("data-frames") or 0)
     wait_js(page, f"(e) => Number(e.dataset.frames) > {f0 + 3}", view)        # it plays
     a = view.locator("canvas").evaluate(lab_tools.CANVAS_STATS)
-    page.wait_for_timeout(700)
-    b = view.locator("canvas").evaluate(lab_tools.CANVAS_STATS)
-    assert a["hash"] != b["hash"] and a["colors"] > 10, (a, b)               # ... the slice moving
+    assert a["colors"] > 10, a
+    lab_tools.wait_redrawn(page, view.locator("canvas"), a, timeout=10_000)  # ... the slice moving
     lab_tools.dismiss_toasts(page)
     cell.screenshot(path=str(lab_tools.ARTIFACTS / shot))
 
@@ -211,7 +208,7 @@ def test_playground_demos_draw_as_in_the_playground(demos_lab, lab_tools) -> Non
         shots = []   # the slice moves through the volume: some moments are nearly uniform, so look at several
         for _ in range(5):
             shots.append(_image_of(volume.locator("canvas").screenshot()))
-            page.wait_for_timeout(700)
+            lab_tools.wait_clock(page, volume, 700)
         assert any(s[..., 2].std() > 20 and s[..., 0].max() > 200 for s in shots), "the slice is not coloured"
         assert max(np.abs(s - shots[0]).mean() for s in shots[1:]) > 1, "the slice does not move with time"
         volume.screenshot(path=str(ARTIFACTS / "playground_volume_slice.png"))
@@ -220,9 +217,8 @@ def test_playground_demos_draw_as_in_the_playground(demos_lab, lab_tools) -> Non
 
 
 def test_failed_edit_keeps_the_view_in_the_slang_kernel(tmp_path_factory: pytest.TempPathFactory, lab_tools) -> None:
-    spec = {"name": "slang", "display_name": "Slang", "language": "slang"}
     root = tmp_path_factory.mktemp("pgkernel")
-    with lab_tools.jupyterlab(root, ["%backend cpu", VOLUME], "kernel.ipynb", kernelspec=spec) as url, \
+    with lab_tools.jupyterlab(root, ["%backend cpu", VOLUME], "kernel.ipynb", kernelspec=SLANG_KERNELSPEC) as url, \
             lab_tools.chromium_page("playground_failed_edit_kernel_failure.png") as page:
         page.goto(url)
         lab_tools.run_all_cells(page, 2, timeout=180_000)

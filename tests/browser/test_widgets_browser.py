@@ -11,6 +11,8 @@ import json
 
 import pytest
 
+from served import served_notebook
+
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 
 
@@ -46,11 +48,7 @@ CELLS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory, lab_tools):
-    """A JupyterLab server on a temp root dir holding the generated notebook (tests/browser/conftest.py)."""
-    with lab_tools.jupyterlab(tmp_path_factory.mktemp("labroot"), CELLS, "widgets.ipynb") as url:
-        yield url
+lab = served_notebook("labroot", CELLS, "widgets.ipynb")
 
 
 
@@ -79,7 +77,7 @@ def test_widgets_in_jupyterlab(lab: str, lab_tools) -> None:
         wait_js(page, "(e) => Number(e.dataset.frames) > 0", live)
         play = live.locator(".sk-play")
         play.click()  # time moves, so the speed slider changes what is drawn
-        page.wait_for_timeout(300)
+        lab_tools.wait_frames(page, live, 2)
         lab_tools.pause(page, live)  # pausing refreshes the saved PNG: the view is re-created
         wait_js(page, "(e) => Number(e.dataset.frames) > 0", live)
         # ... and it ends on the exact pixels, not on the last JPEG preview
@@ -89,8 +87,7 @@ def test_widgets_in_jupyterlab(lab: str, lab_tools) -> None:
         slider = live.locator(".sk-ctl-slider input")
         lab_tools.drag_slider(page, slider, 0.1, 0.9, steps=10)
         wait_js(page, f"(e) => Number(e.dataset.frames) > {frames0}", live)
-        page.wait_for_timeout(300)
-        after = lcanvas.evaluate(CANVAS_STATS)
+        after = lab_tools.wait_redrawn(page, lcanvas, before)
         assert after["hash"] != before["hash"] and after["nonbg"] > 1000, (before, after)
         # frame loop: frames drawn in 5 s, counted in the page
         play.click()
@@ -109,7 +106,8 @@ def test_widgets_in_jupyterlab(lab: str, lab_tools) -> None:
         bright = lcanvas.evaluate(mean_rgb)
         exposure = live.locator(".sk-img-exp input")
         exposure.evaluate("(e) => { e.value = -10; e.dispatchEvent(new Event('input')); }")
-        page.wait_for_timeout(300)
+        page.wait_for_function(f"(c) => ({mean_rgb})(c) < {0.2 * bright}", arg=lcanvas.element_handle(),
+                               timeout=10_000)   # the tone map redrawn darker
         dark = lcanvas.evaluate(mean_rgb)
         exposure.evaluate("(e) => { e.value = 0; e.dispatchEvent(new Event('input')); }")
         assert dark < 0.2 * bright, (bright, dark)
@@ -151,10 +149,10 @@ def test_widgets_in_jupyterlab(lab: str, lab_tools) -> None:
         jumps = page.evaluate("() => window.__skBufLatency.splice(0)")
         # ... and wheel steps (served from the prefetched rows, refilled in the background)
         scroller.hover()
-        for _ in range(30):
+        for _ in range(30):   # each step drawn before the next
             page.mouse.wheel(0, 60)
-            page.wait_for_timeout(16)
-        page.wait_for_timeout(300)
+            wait_js(page, "(e) => e.dataset.latency", bv)
+            bv.evaluate("(e) => { delete e.dataset.latency; }")
         wheel = page.evaluate("() => window.__skBufLatency.splice(0)")
         numbers["buffer_10M_scroll_jump_ms_median"] = round(sorted(jumps)[len(jumps) // 2], 1)
         numbers["buffer_10M_scroll_jump_ms_max"] = round(max(jumps), 1)
@@ -206,10 +204,7 @@ FOLLOW_CELLS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def follow_lab(tmp_path_factory: pytest.TempPathFactory, lab_tools):
-    with lab_tools.jupyterlab(tmp_path_factory.mktemp("followroot"), FOLLOW_CELLS, "follow.ipynb") as url:
-        yield url
+follow_lab = served_notebook("followroot", FOLLOW_CELLS, "follow.ipynb")
 
 
 def test_live_controls_follow_set_values(follow_lab: str, lab_tools) -> None:

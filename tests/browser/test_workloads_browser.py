@@ -8,9 +8,10 @@ from __future__ import annotations
 import json
 import pathlib
 import re
-import time
 
 import pytest
+
+from tests.waiting import wait_until
 
 NOTEBOOKS = pathlib.Path(__file__).resolve().parents[2] / "notebooks"
 SETUP = ('import os\nos.environ["SLANG_KERNEL_BACKEND"] = "cpu"   # %slang_backend reads it\n'
@@ -82,10 +83,8 @@ def test_fit_is_drawn_live_with_a_progress_bar(lab: tuple[str, str, pathlib.Path
         # saved: the bar's last state is in the file as text, for any reader of the notebook
         training.click()
         page.keyboard.press("Control+s")
-        deadline = time.monotonic() + 30
-        while "<progress" not in (root / f"{name}.ipynb").read_text():
-            assert time.monotonic() < deadline, "the notebook was not saved"
-            page.wait_for_timeout(200)
+        wait_until(lambda: "<progress" in (root / f"{name}.ipynb").read_text(), 30,
+                   "the notebook to be saved with its progress bar")
     saved = json.loads((root / f"{name}.ipynb").read_text())
     bars = [o["data"]["text/plain"] for c in saved["cells"] for o in c.get("outputs", ())
             if "<progress" in "".join(o.get("data", {}).get("text/html", ""))]
