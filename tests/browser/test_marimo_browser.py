@@ -215,7 +215,7 @@ def test_widgets_styled_in_marimo_as_in_jupyterlab(marimo_app: str, lab: str, no
         lab_tools.run_all_cells(page, len(LAB_CELLS), timeout=120_000)
         in_lab = _styles(page)
         lab_tools.dismiss_toasts(page)
-        page.wait_for_timeout(300)
+        lab_tools.painted(page)   # the dismissed toast and the styles are drawn before the screenshot
         page.locator(".jp-OutputArea").first.screenshot(path=str(ARTIFACTS / "marimo_widgets_lab.png"))
     with lab_tools.chromium_page("marimo_widgets_nb7_failure.png", 1200, 2000) as page:
         page.goto(notebook7)
@@ -225,12 +225,12 @@ def test_widgets_styled_in_marimo_as_in_jupyterlab(marimo_app: str, lab: str, no
         page.wait_for_function("(c) => /\\[\\d+\\]/.test(c.querySelector('.jp-InputPrompt').textContent)",
                                arg=cell.element_handle(), timeout=120_000)
         in_notebook7 = _styles(page)
-        page.wait_for_timeout(300)
+        lab_tools.painted(page)   # the styles are drawn before the screenshot
         page.locator(".jp-OutputArea").first.screenshot(path=str(ARTIFACTS / "marimo_widgets_nb7.png"))
     with lab_tools.chromium_page("marimo_widgets_failure.png", 1200, 2000) as page:
         page.goto(marimo_app)
         in_marimo = _styles(page)
-        page.wait_for_timeout(300)
+        lab_tools.painted(page)   # the styles are drawn before the screenshot
         page.screenshot(path=str(ARTIFACTS / "marimo_widgets.png"), full_page=True)
 
     # what the page reset had taken away, stated once here (so that two equally bare pages cannot pass)
