@@ -33,9 +33,17 @@ def _stat(pid: int) -> list[str] | None:
 
 
 def process_gone(pid: int) -> bool:
-    """Whether process `pid` has ended (no longer there, or a zombie its parent has yet to reap)."""
+    """Whether process `pid` has ended (no longer there, or a zombie its parent has yet to reap).
+    A multi-threaded process shows its leader as a zombie while its other threads are still exiting
+    (its files, sockets included, still open; waitpid not yet answering): all of them must be gone."""
     fields = _stat(pid)
-    return fields is None or fields[0] in ("Z", "X")
+    if fields is None:
+        return True
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except FileNotFoundError:
+        return True
+    return fields[0] in ("Z", "X") and len(threads) <= 1
 
 
 def cpu_seconds(pid: int) -> float:
