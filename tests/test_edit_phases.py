@@ -8,7 +8,6 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-from IPython.core.interactiveshell import InteractiveShell
 
 import slang_kernel as sk
 from slang_kernel.compiler.client import CompilerProcess
@@ -106,31 +105,6 @@ def test_one_call_or_one_each_gives_the_same_cells(cells: list[str], edit: str, 
     assert one_call == one_each, (one_call, one_each)
     # fewer round trips, or as many where the dependents break (a failed item's users are checked alone)
     assert isinstance(calls_batched, int) and isinstance(calls_each, int) and calls_batched <= calls_each
-
-
-@pytest.fixture()
-def shell(cache_dir: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
-    monkeypatch.setenv("SLANG_KERNEL_CACHE_DIR", cache_dir)
-    sh = InteractiveShell()
-    sh.run_line_magic("load_ext", "slang_kernel")
-    sh.run_line_magic("slang_backend", "cpu")
-    yield sh
-    sh.user_ns["slang_session"].close()
-    InteractiveShell.clear_instance()
-
-
-def test_slang_profile_prints_the_last_edits_phases(shell: InteractiveShell, capsys: pytest.CaptureFixture[str]) -> None:
-    shell.run_line_magic("slang_profile", "")
-    assert "no Slang cell has run in this session yet" in capsys.readouterr().out
-    assert shell.run_cell("%%slang a\nfloat p0(float x) { return x; }\n").success
-    assert shell.run_cell("%%slang b\nfloat p1(float x) { return p0(x) + 1; }\n").success
-    assert shell.run_cell("%%slang c\nfloat p2(float x) { return p1(x) * 2; }\n").success
-    assert shell.run_cell("%%slang a\nfloat p0(float x, float y = 0) { return x + y; }\n").success   # a signature edit
-    capsys.readouterr()
-    shell.run_line_magic("slang_profile", "")
-    out = capsys.readouterr().out
-    assert "rechecked after its interface changed: b, c" in out, out
-    assert "parse/check" in out and "transport (ipc)" in out and "per checked cell" in out
 
 
 def test_the_worker_keeps_no_blob_of_a_batch_it_did_not_use(tmp_path_factory: pytest.TempPathFactory,

@@ -122,3 +122,17 @@ void computeMain(uint3 t: SV_DispatchThreadID) { outputBuffer[t.x] = soft(t.x); 
     assert isinstance(shell.run_line_magic("slang_ir", "pg_ir"), IRGraph)
     flow = shell.run_line_magic("slang_grad", "soft 2.0")
     assert isinstance(flow, GradientFlow)
+
+
+def test_slang_profile_prints_the_last_edits_phases(shell: InteractiveShell, capsys: pytest.CaptureFixture[str]) -> None:
+    shell.run_line_magic("slang_profile", "")
+    assert "no Slang cell has run in this session yet" in capsys.readouterr().out
+    assert shell.run_cell("%%slang a\nfloat p0(float x) { return x; }\n").success
+    assert shell.run_cell("%%slang b\nfloat p1(float x) { return p0(x) + 1; }\n").success
+    assert shell.run_cell("%%slang c\nfloat p2(float x) { return p1(x) * 2; }\n").success
+    assert shell.run_cell("%%slang a\nfloat p0(float x, float y = 0) { return x + y; }\n").success   # a signature edit
+    capsys.readouterr()
+    shell.run_line_magic("slang_profile", "")
+    out = capsys.readouterr().out
+    assert "rechecked after its interface changed: b, c" in out, out
+    assert "parse/check" in out and "transport (ipc)" in out and "per checked cell" in out
