@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Runs on the lent H200 machine (see ../shared/GPU.md): GPU tests and benchmarks in one go, logs in $OUT.
-# Carry .gpu (slangpy cp312 wheel contents + Vulkan loader debs). Usage: bash bench/gpu_run.sh [tests|textures|debugging|cpu|bench|check|workloads|paired|dask|slangtorch-examples|all]
+# Carry .gpu (slangpy cp312 wheel contents + Vulkan loader debs). Usage: bash bench/gpu_run.sh [tests|torch|textures|debugging|cpu|bench|check|workloads|paired|dask|slangtorch-examples|all]
+# torch: issues 37 and 38: slang-torch's suite ours and the real wheel side by side (the wheel's nvcc builds in the
+# background), the torch and slangtorch tests on CUDA; carry .gpu with slangpy, .gpu/slangtorch-*.whl.
 # textures: the texture/half/ParameterBlock conformance cases and test_cuda.py (issue 15), with where cuda_fp16.h is.
 # debugging: the thread debugger, cross-backend compare and profile tests on cuda, vulkan and cpu (issue 17).
 # cpu: the CPU vector path on this machine's cores (issue 16): bench_cpu_simd.py and the CPU vector-path tests.
 # paired: bench_dispatch.py and bench_engine.py from an older tree (.gpu/old_main.tgz, `git archive REV | gzip`)
 # and from this one, one after the other on the same machine.
 set -uo pipefail
-for f in .gpu/gl/*.deb; do dpkg -x "$f" /; done; ldconfig
+for f in .gpu/gl/*.deb; do [ -f "$f" ] && dpkg -x "$f" /; done; ldconfig
 mkdir -p /tmp/site && tar xJf .gpu/slangpy-cp312.tar.xz -C /tmp/site
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 SLANG_KERNEL_CACHE_DIR=/tmp/sk-cache
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
@@ -19,6 +21,16 @@ if [ "$what" = tests ] || [ "$what" = all ]; then
     tests/test_model.py --backends cuda,vulkan 2>&1 | tee "$OUT/conformance_gpu.log"
   python3 -m pytest -p no:cacheprovider -ra -q tests/test_vulkan.py tests/test_cuda.py tests/test_vulkan_isolation.py \
     2>&1 | tee "$OUT/backend_tests_gpu.log"
+fi
+if [ "$what" = torch ]; then
+  python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)" 2>&1 | tee "$OUT/torch.txt"
+  command -v g++ nvcc ninja | tee -a "$OUT/torch.txt"
+  (timeout "${REAL_TIMEOUT:-500}" bash bench/slangtorch_suite.sh real > "$OUT/suite_real_stdout.txt" 2>&1) &
+  timeout 240 bash bench/slangtorch_suite.sh ours
+  timeout "${TESTS_TIMEOUT:-200}" python3 -m pytest -p no:cacheprovider -ra -q tests/test_slangtorch_*.py tests/test_torch_*.py \
+    --backends cuda,cpu 2>&1 | tee "$OUT/torch_tests_gpu.log" | tail -40
+  wait
+  cat "$OUT/slangtorch_suite_summary.txt"
 fi
 if [ "$what" = textures ]; then
   python3 -c "import cupy, slang_kernel.backends.cuda.fp16 as f; print('cupy', cupy.__version__, 'cuda_fp16.h:', f.fp16_include_dir(cupy))" \

@@ -72,7 +72,7 @@ def test_a_script_runs_unchanged_with_its_losses_and_tensors_recorded(tmp_path: 
     ex = runner.Example("toy", "toy", "train.py", ("w", "kernels"))
     out = tmp_path / "out"
     out.mkdir()
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     r = runner.run_side("ours", ex, _examples(tmp_path, fail), tmp_path / "work", out, env, timeout=300)
     assert "slang_kernel" in r.get("slangtorch", ""), r     # `import slangtorch` was ours
     losses = r["losses"]

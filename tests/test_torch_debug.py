@@ -4,7 +4,7 @@ view, the NaN finder, per-dispatch timings and a live view of tensors a training
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 import pytest
@@ -34,6 +34,15 @@ void td_scale(uint3 t: SV_DispatchThreadID, uniform float a, uniform RWStructure
 dsession = cell_fixture("dsession", FUNCS, "torch_debug")
 
 
+@pytest.fixture
+def widgets() -> Any:
+    """slang_kernel.widgets, or a visible skip where anywidget is missing (the GPU machine has no Jupyter)."""
+    pytest.importorskip("anywidget", reason="the widgets need anywidget (not on the GPU machine)")
+    import slang_kernel.widgets
+
+    return slang_kernel.widgets
+
+
 def test_gradient_report_takes_tensors_that_require_grad(dsession: sk.Session) -> None:
     dev = _device(dsession)
     x = torch.tensor([1.0, 2.0], requires_grad=True, device=dev)
@@ -45,9 +54,8 @@ def test_gradient_report_takes_tensors_that_require_grad(dsession: sk.Session) -
     assert x.grad is None and y.grad is None                 # a check, not a backward pass
 
 
-def test_the_gradient_flow_view_points_at_the_planted_bug(dsession: sk.Session) -> None:
-    from slang_kernel.widgets import GradientFlow
-
+def test_the_gradient_flow_view_points_at_the_planted_bug(dsession: sk.Session, widgets: Any) -> None:
+    GradientFlow = widgets.GradientFlow
     dev = _device(dsession)
     x = torch.tensor([1.0, 2.0], requires_grad=True, device=dev)
     w = torch.tensor([1.0, 1.0], requires_grad=True, device=dev)
@@ -58,9 +66,8 @@ def test_the_gradient_flow_view_points_at_the_planted_bug(dsession: sk.Session) 
     assert flow.bad_nodes                                   # and the graph marks where it starts
 
 
-def test_the_gradient_flow_view_records_a_training_loop(dsession: sk.Session) -> None:
-    from slang_kernel.widgets import GradientFlow
-
+def test_the_gradient_flow_view_records_a_training_loop(dsession: sk.Session, widgets: Any) -> None:
+    GradientFlow = widgets.GradientFlow
     dev = _device(dsession)
     f = dsession.function("td_mul")
     w = torch.tensor([1.0, 2.0], requires_grad=True, device=dev)
@@ -117,11 +124,9 @@ def test_a_kernel_profile_takes_tensors(dsession: sk.Session) -> None:
         dsession.kernel("td_scale").profile(threads=4, a=2.0, y=y.double())
 
 
-def test_a_live_view_shows_a_tensor_the_loop_updates() -> None:
-    from slang_kernel.widgets import ImageView
-
+def test_a_live_view_shows_a_tensor_the_loop_updates(widgets: Any) -> None:
     img = torch.zeros(2, 3, 3, requires_grad=True)
-    view = ImageView(img)
+    view = widgets.ImageView(img)
     with torch.no_grad():
         img += 0.5
     view.update(img)
