@@ -93,6 +93,7 @@ def trace(frame, event, arg):       # only the example's own frames (its loop, o
 
 out = {"side": side, "slangtorch": getattr(slangtorch, "__file__", "?"), "error": None}
 t0 = time.perf_counter()
+sys.path.insert(0, os.path.dirname(script))   # as `python script.py` does: its sibling modules import
 sys.settrace(trace)
 try:
     g = runpy.run_path(script, run_name="__main__")
@@ -168,7 +169,9 @@ def compare(ours: dict[str, Any], real: dict[str, Any], rtol: float = 1e-3, atol
         close = bool(np.allclose(x, y, rtol=rtol, atol=atol))
         tensors[name] = {"max_abs_diff": float(np.max(np.abs(x - y))) if x.size else 0.0, "same": close}
         same = same and close
-    return {"iterations": [len(a), len(b)], "max_loss_diff": diff, "tensors": tensors, "same": same}
+    stopped = [r.get("side", "?") for r in (ours, real) if r.get("error")]
+    return {"iterations": [len(a), len(b)], "max_loss_diff": diff, "tensors": tensors, "same": same and not stopped,
+            "stopped": stopped}
 
 
 def _fmt(v: float | None) -> str:
@@ -231,7 +234,9 @@ def main() -> None:
             c = row["compare"]
             t = "; ".join(f"{k}: " + (f"max |diff| {v['max_abs_diff']:.3g}" if "max_abs_diff" in v else f"shapes {v['shapes']}")
                           for k, v in c["tensors"].items())
-            print(f"{name:16s} ours vs real: {'SAME' if c['same'] else 'DIFFERENT'} to float tolerance; iterations "
+            verdict = (f"NOT COMPARED ({' and '.join(c['stopped'])} stopped with an error), up to there"
+                       if c["stopped"] else "SAME" if c["same"] else "DIFFERENT")
+            print(f"{name:16s} ours vs real: {verdict} to float tolerance; iterations "
                   f"{c['iterations'][0]}/{c['iterations'][1]}, max loss diff {c['max_loss_diff']:.3g}; {t}", flush=True)
             r_s, o_s = results["real"].get("seconds"), results["ours"].get("seconds")
             if r_s and o_s:
