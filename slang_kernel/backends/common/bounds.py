@@ -5,10 +5,16 @@ from __future__ import annotations
 
 import os
 import warnings
+from pathlib import Path
 
 from ...errors import BoundsError, OutOfRangeWarning
 
-__all__ = ["caller_level", "report"]
+__all__ = ["CUDA_BOUNDS_REPORT", "CUDA_REPORT_BYTES", "caller_level", "report"]
+
+#: CUDA source of the out-of-range report (SkBoundsReport, sk_oob_slot) that checked CUDA code starts with:
+#: the CUDA backend's checked prelude and checked slangtorch launches both read it back the same way.
+CUDA_BOUNDS_REPORT = Path(__file__).with_name("cuda_bounds_report.h")
+CUDA_REPORT_BYTES = 56   # SkBoundsReport: 7 unsigned 64-bit words
 
 
 def report(error: BoundsError, checked: bool) -> None:

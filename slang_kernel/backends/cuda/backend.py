@@ -29,6 +29,7 @@ from .fp16 import half_options, uses_half
 from .textures import (CudaSampler, CudaTexture, TextureBinder, dispatch_sampler, sampler_from, sampler_paths,
                              unsupported_texture_use)
 from ..common.packing import Packer, ParameterError, buffer_array, element_dtype, fast_writer
+from ..common.bounds import CUDA_BOUNDS_REPORT, CUDA_REPORT_BYTES
 from ..common.wait import wait_polled
 from ..common.generated import TYPED_AS_STRUCTURED, body as _body
 
@@ -36,8 +37,7 @@ from ..common.generated import TYPED_AS_STRUCTURED, body as _body
 __all__ = ["CudaBackend", "create"]
 
 NVRTC_OPTIONS = ("--std=c++17", "-default-device", "-lineinfo")
-CHECKED_PRELUDE = Path(__file__).with_name("cuda_prelude.h")
-REPORT_BYTES = 56   # cuda_prelude.h's SkBoundsReport
+CHECKED_PRELUDE = Path(__file__).with_name("cuda_prelude.h")   # after common/cuda_bounds_report.h
 
 
 def create(config: BackendConfig) -> "CudaBackend":
@@ -111,7 +111,9 @@ class CudaBackend:
         with self._lock:
             hit = self._modules.get(key)
             if hit is None:
-                code = (CHECKED_PRELUDE.read_text() + kernel.code) if self.checked else kernel.code
+                code = kernel.code
+                if self.checked:
+                    code = CUDA_BOUNDS_REPORT.read_text() + CHECKED_PRELUDE.read_text() + code
                 options: tuple[str, ...] = NVRTC_OPTIONS
                 body = _body(kernel.code)
                 refused = unsupported_texture_use(body)
@@ -277,7 +279,7 @@ class CudaBackend:
                     if all(v is None or _unchanging(v, self.cupy.ndarray) for v in held):
                         plan.last_globals = held
             if plan.report is not None:
-                plan.report.memset_async(0, REPORT_BYTES, stream)
+                plan.report.memset_async(0, CUDA_REPORT_BYTES, stream)
             if marks is not None:
                 marks["bound"] = time.perf_counter()
                 marks["events"][0].record(stream)
@@ -315,7 +317,7 @@ class CudaBackend:
 
         report = np.zeros(7, np.uint64)
         stream.synchronize()
-        device_report.copy_to_host(report.ctypes.data, REPORT_BYTES)
+        device_report.copy_to_host(report.ctypes.data, CUDA_REPORT_BYTES)
         count, index, size, data, x, y, z = (int(v) for v in report)
         if not count:
             return

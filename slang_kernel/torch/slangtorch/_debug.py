@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Protocol
 
+from ...backends.common.bounds import CUDA_BOUNDS_REPORT
 from ...errors import BoundsError
 from ...engine.finite import NonFiniteError
 
@@ -46,27 +47,10 @@ __all__ = ["DispatchLog", "LaunchDebug", "LaunchTiming", "checked_code", "debug_
 _TENSOR_VIEW = re.compile(r"\nstruct TensorView\s*\n\{.*?\n\};", re.DOTALL)
 _ACCESS = re.compile(r"reinterpret_cast<T\s*\*>\(\s*data \+")
 _CHECK = "sk_tv_checked<T>(data, strides, sizes, dimensionCount, data +"
-# The first out-of-range access of a launch, as the CUDA backend's checked prelude reports it
-# (backends/cuda/cuda_prelude.h: the same struct, read back by _raise_bounds).
-_REPORT_PRELUDE = """// slang-kernel checked slangtorch launch (slang_kernel.torch.slangtorch._debug)
-struct SkBoundsReport { unsigned long long count, index, size, data, thread[3]; };
-extern "C" __device__ SkBoundsReport sk_bounds_report;  // zeroed by the host before each launch
-__device__ __align__(64) unsigned char sk_scratch[1 << 16];
-
-__device__ inline void* sk_oob_slot(unsigned long long bytes, unsigned long long index, unsigned long long count,
-                                   const void* data)
-{
-    if (atomicAdd(&sk_bounds_report.count, 1ULL) == 0ULL) {
-        sk_bounds_report.index = index;
-        sk_bounds_report.size = count;
-        sk_bounds_report.data = (unsigned long long)data;
-        sk_bounds_report.thread[0] = blockIdx.x * blockDim.x + threadIdx.x;
-        sk_bounds_report.thread[1] = blockIdx.y * blockDim.y + threadIdx.y;
-        sk_bounds_report.thread[2] = blockIdx.z * blockDim.z + threadIdx.z;
-    }
-    return sk_scratch;
-}
-"""
+# The first out-of-range access of a launch, recorded as the CUDA backend's checked prelude records it
+# (the same header; read back by _raise_bounds).
+_REPORT_PRELUDE = ("// slang-kernel checked slangtorch launch (slang_kernel.torch.slangtorch._debug)\n"
+                   + CUDA_BOUNDS_REPORT.read_text())
 _HELPER = """
 // A TensorView access outside the tensor's extent is recorded and sent to scratch memory (sk_oob_slot)
 // instead of faulting; `index` is the element offset.
