@@ -115,24 +115,16 @@ extern "C" void mandel(uint32_t r0, uint32_t r1, uint32_t* it, uint32_t w, uint3
 """
 
 
-ULP_CELL = """
-[shader("compute")][numthreads(256, 1, 1)]
-void ulp_sin(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o, uniform StructuredBuffer<float> x)
-{ o[t.x] = sin(x[t.x]); }
-[shader("compute")][numthreads(256, 1, 1)]
-void ulp_cos(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o, uniform StructuredBuffer<float> x)
-{ o[t.x] = cos(x[t.x]); }
-[shader("compute")][numthreads(256, 1, 1)]
-void ulp_exp(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o, uniform StructuredBuffer<float> x)
-{ o[t.x] = exp(x[t.x]); }
-[shader("compute")][numthreads(256, 1, 1)]
-void ulp_log(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o, uniform StructuredBuffer<float> x)
-{ o[t.x] = log(x[t.x]); }
-[shader("compute")][numthreads(256, 1, 1)]
-void ulp_pow(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o, uniform StructuredBuffer<float> x,
-             uniform StructuredBuffer<float> y)
-{ o[t.x] = pow(x[t.x], y[t.x]); }
-"""
+def _ulp_kernel(fn: str, params: str, call: str) -> str:
+    """One kernel per math function of the ULP table: `o[i] = fn(args)`, one thread an element."""
+    return (f'[shader("compute")][numthreads(256, 1, 1)]\n'
+            f"void ulp_{fn}(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o, {params})\n"
+            f"{{ o[t.x] = {fn}({call}); }}\n")
+
+
+_ULP_X = "uniform StructuredBuffer<float> x"
+ULP_CELL = "".join([*(_ulp_kernel(fn, _ULP_X, "x[t.x]") for fn in ("sin", "cos", "exp", "log")),
+                    _ulp_kernel("pow", _ULP_X + ", uniform StructuredBuffer<float> y", "x[t.x], y[t.x]")])
 
 
 def ulp_table(fast_math: bool) -> None:

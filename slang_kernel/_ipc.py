@@ -42,6 +42,7 @@ __all__ = [
     "MapReply",
     "RunReply",
     "TruncatedFrame",
+    "WorkerOwner",
     "WorkerProcess",
     "connect_to_parent",
     "frame",
@@ -398,6 +399,21 @@ class WorkerProcess:
                 except subprocess.TimeoutExpired:
                     pass
             self.kill()
+
+
+class WorkerOwner:
+    """A backend whose work runs in the WorkerProcess `_proc` (None: in this process): which process it
+    is and how often it was replaced, as tests and status lines ask every such backend."""
+
+    _proc: WorkerProcess | None
+
+    @property
+    def worker_pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def restarts(self) -> int:
+        return self._proc.restarts if self._proc is not None else 0
 
 
 def connect_to_parent(argv: Sequence[str] | None = None) -> Channel | None:

@@ -13,7 +13,7 @@ import pytest
 import slang_kernel as sk
 from slang_kernel.playground import PlaygroundError, PlaygroundProgram
 from slang_kernel.widgets import controls_for, playground_view
-from tests.playground_shaders import image_shader
+from tests.playground_shaders import entry, image_shader
 
 # A Playground-style animated procedural image with a slider and a colour picker.
 SHADER = image_shader("imageMain", '''(int2 screenSize) => {
@@ -41,25 +41,13 @@ RWStructuredBuffer<float> result;
 [playground::RAND(8)]
 RWStructuredBuffer<float> noise;
 
-[shader("compute")]
-[numthreads(8, 1, 1)]
-[playground::CALL(8, 1, 1)]
-void computeMain(uint3 id : SV_DispatchThreadID)
-{
+''' + entry("computeMain", "CALL(8, 1, 1)", r'''
     result[id.x] = id.x * 2.0 + noise[id.x] * 0.0;
     if (id.x == 5)
         printf("result[%d] = %.1f (%s)\n", int(id.x), result[id.x], "done");
-}
-
-[shader("compute")]
-[numthreads(1, 1, 1)]
-[playground::CALL(1, 1, 1)]
-[playground::CALL::ONCE]
-void hello(uint3 id : SV_DispatchThreadID)
-{
+''', threads="8, 1, 1") + "\n" + entry("hello", "CALL(1, 1, 1)", r'''
     printf("hello %u %x\n", 7u, 255u);
-}
-'''
+''', once=True)
 
 
 @pytest.mark.vulkan

@@ -11,6 +11,7 @@ import pytest
 
 import slang_kernel as sk
 from slang_kernel.playground import PlaygroundProgram
+from tests.playground_shaders import entry
 from tests.test_playground import SHADER
 
 
@@ -50,28 +51,16 @@ RWTexture3D<float> volume;
 [playground::SLIDER(0.5, 0.0, 1.0)]
 uniform float slice;
 
-[shader("compute")]
-[numthreads(4, 4, 4)]
-[playground::CALL::SIZE_OF("volume")]
-[playground::CALL::ONCE]
-void fillVolume(uint3 id : SV_DispatchThreadID)
-{
+''' + entry("fillVolume", 'CALL::SIZE_OF("volume")', r'''
     float3 p = (float3(id) + 0.5) / float3(64, 64, 48) - 0.5;
     volume[id] = max(0.0, 1.0 - 2.5 * length(p));
-}
-
-[shader("compute")]
-[numthreads(16, 16, 1)]
-[playground::CALL::SIZE_OF("outputTexture")]
-void showSlice(uint3 id : SV_DispatchThreadID)
-{
+''', threads="4, 4, 4", once=True) + "\n" + entry("showSlice", 'CALL::SIZE_OF("outputTexture")', r'''
     drawPixel(id.xy, (int2 screenSize) => {
         uint3 v = uint3(id.x * 64 / screenSize.x, id.y * 64 / screenSize.y, min(uint(slice * 48), 47u));
         float d = volume[v];
         return float4(d, d, d, 1.0);
     });
-}
-'''
+''', threads="16, 16, 1")
 
 
 def _density(x: int, y: int, z: int) -> float:
@@ -114,42 +103,25 @@ uniform int4 mousePosition;
 [playground::ZEROS(3)]
 RWStructuredBuffer<uint> brushArgs;
 
-[shader("compute")]
-[numthreads(1, 1, 1)]
-[playground::CALL(1, 1, 1)]
-void brush(uint3 id : SV_DispatchThreadID)
-{
+''' + entry("brush", "CALL(1, 1, 1)", r'''
     uint groups = mousePosition.z < 0 ? 2 : 0;   // a 16 x 16 brush while the button is down
     brushArgs[0] = groups;
     brushArgs[1] = groups;
     brushArgs[2] = 1;
-}
-
-[shader("compute")]
-[numthreads(8, 8, 1)]
-[playground::CALL_INDIRECT("brushArgs", 0)]
-void paint(uint3 id : SV_DispatchThreadID)
-{
+''') + "\n" + entry("paint", 'CALL_INDIRECT("brushArgs", 0)', r'''
     int2 p = mousePosition.xy - 8 + int2(id.xy);
     uint w, h;
     canvas.GetDimensions(w, h);
     if (all(p >= 0) && p.x < int(w) && p.y < int(h))
         canvas[uint2(p)] = canvas[uint2(p)] + 0.25;
-}
-
-[shader("compute")]
-[numthreads(16, 16, 1)]
-[playground::CALL::SIZE_OF("outputTexture")]
-void show(uint3 id : SV_DispatchThreadID)
-{
+''', threads="8, 8, 1") + "\n" + entry("show", 'CALL::SIZE_OF("outputTexture")', r'''
     drawPixel(id.xy, (int2 screenSize) => {
         uint w, h;
         canvas.GetDimensions(w, h);
         float c = all(id.xy < uint2(w, h)) ? canvas[id.xy] : 0.0;
         return float4(c, c, c, 1.0);
     });
-}
-'''
+''', threads="16, 16, 1")
 
 
 def test_painting_with_int4_mouse_call_indirect_and_a_float_canvas(pg: sk.Session) -> None:

@@ -14,6 +14,7 @@ import pytest
 import slang_kernel as sk
 from slang_kernel.playground import PlaygroundProgram
 from slang_kernel.playground.robust import clamp_array_indices
+from tests.playground_shaders import entry
 
 OVERFLOW = r'''
 import playground;
@@ -24,11 +25,7 @@ static uint table[3];
 [playground::ZEROS(8)]
 RWStructuredBuffer<uint> result;
 
-[shader("compute")]
-[numthreads(1, 1, 1)]
-[playground::CALL(1, 1, 1)]
-void overflow(uint3 id : SV_DispatchThreadID)
-{
+''' + entry("overflow", "CALL(1, 1, 1)", r'''
     for (uint i = 0; i < 8; i++)
         list[i] = 10 + i;          // i = 3 .. 7 land on list[3] (WGSL: the index is clamped)
     for (int j = 0; j < 3; j++)
@@ -38,8 +35,7 @@ void overflow(uint3 id : SV_DispatchThreadID)
         result[k] = list[k];
     result[4] = list[id.x + 100];
     result[5] = table[2];
-}
-'''
+''')
 
 
 def test_indices_are_rewritten_only_for_top_level_arrays() -> None:
@@ -75,19 +71,14 @@ RWStructuredBuffer<uint> a;
 [playground::ZEROS(4)]
 RWStructuredBuffer<uint> b;
 
-[shader("compute")]
-[numthreads(1, 1, 1)]
-[playground::CALL(1, 1, 1)]
-void oob(uint3 id : SV_DispatchThreadID)
-{
+''' + entry("oob", "CALL(1, 1, 1)", r'''
     for (uint i = 0; i < 4; i++) { a[i] = 10 + i; b[i] = 20 + i; }
     uint far = id.x + 1000000;      // (from the thread id: no index the compiler could fold)
     b[0] = a[id.x + 7];             // reads past the end of a
     b[1] = a[far];
     a[id.x + 9] = 55;               // writes past the end of a
     a[far] = 66;
-}
-'''
+''')
 
 
 def _webgpu_allows(a: list[int], b: list[int]) -> bool:

@@ -42,6 +42,7 @@ class Control:
     """Base class: a named value with a default, a browser spec and a validator."""
 
     kind: str = ""
+    spec_attrs: tuple[str, ...] = ()   # the control's own settings the browser also needs (Time: playing)
 
     @property
     def default(self) -> Any:
@@ -52,7 +53,9 @@ class Control:
         raise NotImplementedError
 
     def spec(self, name: str) -> ControlSpec:
-        return {"name": name, "kind": self.kind, "value": self.default}  # type: ignore[typeddict-item]
+        spec: ControlSpec = {"name": name, "kind": self.kind, "value": self.default}  # type: ignore[typeddict-item]
+        spec.update({a: getattr(self, a) for a in self.spec_attrs})  # type: ignore[typeddict-item]
+        return spec
 
 
 @dataclass
@@ -109,8 +112,22 @@ class Color(Control):
         return rgb  # type: ignore[return-value]
 
 
+class _Count(Control):
+    """Time and Frame: a count the browser advances from `value`, which is checked as a value from the
+    browser is (and made a float or an int) when the control is made, and is its default."""
+
+    value: float
+
+    def __post_init__(self) -> None:
+        self.value = self.validate(self.value)
+
+    @property
+    def default(self) -> float:
+        return self.value
+
+
 @dataclass
-class Time(Control):
+class Time(_Count):
     """Milliseconds since play started (paused: frozen). The browser drives it with play/pause.
 
     value: where it starts (a new view of a running program continues its clock)."""
@@ -118,13 +135,7 @@ class Time(Control):
     playing: bool = False
     value: float = 0.0
     kind = "time"
-
-    def __post_init__(self) -> None:
-        self.value = self.validate(self.value)
-
-    @property
-    def default(self) -> float:
-        return float(self.value)
+    spec_attrs = ("playing",)
 
     def validate(self, value: object) -> float:
         f = _real(value, "time")
@@ -132,25 +143,13 @@ class Time(Control):
             raise InvalidControlValue("time: negative")
         return f
 
-    def spec(self, name: str) -> ControlSpec:
-        spec = super().spec(name)
-        spec["playing"] = self.playing
-        return spec
-
 
 @dataclass
-class Frame(Control):
+class Frame(_Count):
     """Frame counter, advanced by the browser's frame loop; value: where it starts (default 0)."""
 
     value: int = 0
     kind = "frame"
-
-    def __post_init__(self) -> None:
-        self.value = self.validate(self.value)
-
-    @property
-    def default(self) -> int:
-        return int(self.value)
 
     def validate(self, value: object) -> int:
         f = _real(value, "frame")
@@ -189,6 +188,7 @@ class Key(Control):
 
     code: str = "KeyA"
     kind = "key"
+    spec_attrs = ("code",)
 
     @property
     def default(self) -> float:
@@ -199,11 +199,6 @@ class Key(Control):
         if f not in (0.0, 1.0):
             raise InvalidControlValue("key: must be 0 or 1")
         return f
-
-    def spec(self, name: str) -> ControlSpec:
-        spec = super().spec(name)
-        spec["code"] = self.code
-        return spec
 
 
 def validate_values(controls: Mapping[str, Control], incoming: object) -> dict[str, Any]:

@@ -53,11 +53,11 @@ def find_library() -> Path:
     return libs[-1]
 
 
+#: Functions whose signature is their own.
 _SIGNATURES: dict[str, tuple[CType | None, list[CType]]] = {
     "spGetBuildTagString": (c_char_p, []),
     "spCreateSession": (vp, [c_char_p]),
     "spDestroySession": (None, [vp]),
-    "spCreateCompileRequest": (vp, [vp]),
     "spDestroyCompileRequest": (None, [vp]),
     "spProcessCommandLineArguments": (c_int32, [vp, POINTER(c_char_p), c_int]),
     "spAddCodeGenTarget": (c_int, [vp, c_int]),
@@ -69,86 +69,76 @@ _SIGNATURES: dict[str, tuple[CType | None, list[CType]]] = {
     "spAddEntryPoint": (c_int, [vp, c_int, c_char_p, c_uint32]),
     "spAddPreprocessorDefine": (None, [vp, c_char_p, c_char_p]),
     "spCompile": (c_int32, [vp]),
-    "spGetDiagnosticOutput": (c_char_p, [vp]),
     "spGetEntryPointCodeBlob": (c_int32, [vp, c_int, c_int, POINTER(vp)]),
     "spGetTargetCodeBlob": (c_int32, [vp, c_int, POINTER(vp)]),
     "spCompileRequest_getSession": (c_int32, [vp, POINTER(vp)]),
     "spCompileRequest_getModule": (c_int32, [vp, c_int64, POINTER(vp)]),
-    "spGetReflection": (vp, [vp]),
     "slang_createBlob": (vp, [vp, c_size_t]),
     "slang_loadModuleFromIRBlob": (vp, [vp, c_char_p, c_char_p, vp, c_size_t, POINTER(vp)]),
     # reflection
     "spReflection_getEntryPointCount": (ctypes.c_uint64, [vp]),
     "spReflection_getEntryPointByIndex": (vp, [vp, ctypes.c_uint64]),
-    "spReflection_getGlobalParamsVarLayout": (vp, [vp]),
     "spReflection_FindFunctionByName": (vp, [vp, c_char_p]),
     "spReflection_FindTypeByName": (vp, [vp, c_char_p]),
-    "spReflectionEntryPoint_getName": (c_char_p, [vp]),
-    "spReflectionEntryPoint_getStage": (c_int, [vp]),
-    "spReflectionEntryPoint_getParameterCount": (c_uint, [vp]),
-    "spReflectionEntryPoint_getParameterByIndex": (vp, [vp, c_uint]),
-    "spReflectionEntryPoint_getVarLayout": (vp, [vp]),
     "spReflectionEntryPoint_getComputeThreadGroupSize": (None, [vp, ctypes.c_uint64, POINTER(ctypes.c_uint64)]),
-    "spReflectionEntryPoint_getFunction": (vp, [vp]),
-    "spReflectionVariableLayout_GetVariable": (vp, [vp]),
-    "spReflectionVariableLayout_GetTypeLayout": (vp, [vp]),
-    "spReflectionVariableLayout_GetOffset": (c_size_t, [vp, c_int]),
-    "spReflectionVariableLayout_GetSemanticName": (c_char_p, [vp]),
-    "spReflectionVariableLayout_GetSpace": (c_size_t, [vp, c_int]),
-    "spReflectionVariable_GetName": (c_char_p, [vp]),
-    "spReflectionVariable_GetType": (vp, [vp]),
-    "spReflectionVariable_GetUserAttributeCount": (c_uint, [vp]),
-    "spReflectionVariable_GetUserAttribute": (vp, [vp, c_uint]),
     "spReflectionVariable_FindModifier": (vp, [vp, c_int]),
-    "spReflectionUserAttribute_GetName": (c_char_p, [vp]),
-    "spReflectionUserAttribute_GetArgumentCount": (c_uint, [vp]),
     "spReflectionUserAttribute_GetArgumentValueInt": (c_int32, [vp, c_uint, POINTER(c_int)]),
     "spReflectionUserAttribute_GetArgumentValueFloat": (c_int32, [vp, c_uint, POINTER(ctypes.c_float)]),
     "spReflectionUserAttribute_GetArgumentValueString": (c_char_p, [vp, c_uint, POINTER(c_size_t)]),
-    "spReflectionTypeLayout_GetType": (vp, [vp]),
-    "spReflectionTypeLayout_getKind": (c_int, [vp]),
-    "spReflectionTypeLayout_GetSize": (c_size_t, [vp, c_int]),
-    "spReflectionTypeLayout_GetStride": (c_size_t, [vp, c_int]),
     "spReflectionTypeLayout_getAlignment": (c_int32, [vp, c_int]),
     "spReflectionTypeLayout_GetFieldCount": (c_uint32, [vp]),
-    "spReflectionTypeLayout_GetFieldByIndex": (vp, [vp, c_uint]),
-    "spReflectionTypeLayout_GetElementStride": (c_size_t, [vp, c_int]),
-    "spReflectionTypeLayout_GetElementTypeLayout": (vp, [vp]),
-    "spReflectionTypeLayout_GetParameterCategory": (c_int, [vp]),
-    "spReflectionType_GetKind": (c_int, [vp]),
-    "spReflectionType_GetName": (c_char_p, [vp]),
     "spReflectionType_GetFullName": (c_int32, [vp, POINTER(vp)]),
     "spReflectionType_GetElementCount": (c_size_t, [vp]),
-    "spReflectionType_GetElementType": (vp, [vp]),
-    "spReflectionType_GetRowCount": (c_uint, [vp]),
-    "spReflectionType_GetColumnCount": (c_uint, [vp]),
-    "spReflectionType_GetScalarType": (c_int, [vp]),
     "spReflectionType_GetResourceShape": (c_uint32, [vp]),
-    "spReflectionType_GetResourceAccess": (c_int, [vp]),
-    "spReflectionType_GetResourceResultType": (vp, [vp]),
-    "spReflectionType_GetFieldCount": (c_uint, [vp]),
-    "spReflectionType_GetFieldByIndex": (vp, [vp, c_uint]),
-    "spReflectionFunction_GetName": (c_char_p, [vp]),
-    "spReflectionFunction_GetResultType": (vp, [vp]),
-    "spReflectionFunction_GetParameterCount": (c_uint, [vp]),
-    "spReflectionFunction_GetParameter": (vp, [vp, c_uint]),
     "spReflectionFunction_FindModifier": (vp, [vp, c_int]),
-    "spReflectionFunction_GetUserAttributeCount": (c_uint, [vp]),
-    "spReflectionFunction_GetUserAttribute": (vp, [vp, c_uint]),
     "spReflectionFunction_isOverloaded": (ctypes.c_bool, [vp]),
-    "spReflectionFunction_getOverloadCount": (c_uint, [vp]),
-    "spReflectionFunction_getOverload": (vp, [vp, c_uint]),
-    "spReflectionDecl_getChildrenCount": (c_uint, [vp]),
-    "spReflectionDecl_getChild": (vp, [vp, c_uint]),
-    "spReflectionDecl_getName": (c_char_p, [vp]),
-    "spReflectionDecl_getKind": (c_int, [vp]),
-    "spReflectionDecl_castToFunction": (vp, [vp]),
-    "spReflectionDecl_castToVariable": (vp, [vp]),
-    "spReflectionDecl_castToGeneric": (vp, [vp]),
-    "spReflectionGeneric_GetInnerDecl": (vp, [vp]),
-    "spReflectionGeneric_GetInnerKind": (c_int, [vp]),
-    "spReflection_getTypeFromDecl": (vp, [vp]),
 }
+
+
+#: Signatures that many functions share (most reflection getters take the object alone, or with an
+#: index or a parameter category), each written once with the functions that have it.
+_SHARED_SIGNATURES: tuple[tuple[CType | None, list[CType], tuple[str, ...]], ...] = (
+    (vp, [vp], (
+        "spCreateCompileRequest", "spGetReflection", "spReflection_getGlobalParamsVarLayout",
+        "spReflectionEntryPoint_getVarLayout", "spReflectionEntryPoint_getFunction",
+        "spReflectionVariableLayout_GetVariable", "spReflectionVariableLayout_GetTypeLayout",
+        "spReflectionVariable_GetType", "spReflectionTypeLayout_GetType",
+        "spReflectionTypeLayout_GetElementTypeLayout", "spReflectionType_GetElementType",
+        "spReflectionType_GetResourceResultType", "spReflectionFunction_GetResultType",
+        "spReflectionDecl_castToFunction", "spReflectionDecl_castToVariable",
+        "spReflectionDecl_castToGeneric", "spReflectionGeneric_GetInnerDecl", "spReflection_getTypeFromDecl",
+    )),
+    (c_char_p, [vp], (
+        "spGetDiagnosticOutput", "spReflectionEntryPoint_getName",
+        "spReflectionVariableLayout_GetSemanticName", "spReflectionVariable_GetName",
+        "spReflectionUserAttribute_GetName", "spReflectionType_GetName", "spReflectionFunction_GetName",
+        "spReflectionDecl_getName",
+    )),
+    (c_int, [vp], (
+        "spReflectionEntryPoint_getStage", "spReflectionTypeLayout_getKind",
+        "spReflectionTypeLayout_GetParameterCategory", "spReflectionType_GetKind",
+        "spReflectionType_GetScalarType", "spReflectionType_GetResourceAccess", "spReflectionDecl_getKind",
+        "spReflectionGeneric_GetInnerKind",
+    )),
+    (c_uint, [vp], (
+        "spReflectionEntryPoint_getParameterCount", "spReflectionVariable_GetUserAttributeCount",
+        "spReflectionUserAttribute_GetArgumentCount", "spReflectionType_GetRowCount",
+        "spReflectionType_GetColumnCount", "spReflectionType_GetFieldCount",
+        "spReflectionFunction_GetParameterCount", "spReflectionFunction_GetUserAttributeCount",
+        "spReflectionFunction_getOverloadCount", "spReflectionDecl_getChildrenCount",
+    )),
+    (vp, [vp, c_uint], (
+        "spReflectionEntryPoint_getParameterByIndex", "spReflectionVariable_GetUserAttribute",
+        "spReflectionTypeLayout_GetFieldByIndex", "spReflectionType_GetFieldByIndex",
+        "spReflectionFunction_GetParameter", "spReflectionFunction_GetUserAttribute",
+        "spReflectionFunction_getOverload", "spReflectionDecl_getChild",
+    )),
+    (c_size_t, [vp, c_int], (
+        "spReflectionVariableLayout_GetOffset", "spReflectionVariableLayout_GetSpace",
+        "spReflectionTypeLayout_GetSize", "spReflectionTypeLayout_GetStride",
+        "spReflectionTypeLayout_GetElementStride",
+    )),
+)
 
 _lib: ctypes.CDLL | None = None
 
@@ -163,7 +153,9 @@ def load() -> ctypes.CDLL:
     # The glslang/glsl-module companions are found next to the compiler.
     os.environ["LD_LIBRARY_PATH"] = folder + os.pathsep + os.environ.get("LD_LIBRARY_PATH", "")
     lib = ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
-    for name, (restype, argtypes) in _SIGNATURES.items():
+    each = [*_SIGNATURES.items(), *((name, (restype, argtypes))
+                                    for restype, argtypes, names in _SHARED_SIGNATURES for name in names)]
+    for name, (restype, argtypes) in each:
         fn = getattr(lib, name)
         fn.restype = restype
         fn.argtypes = argtypes

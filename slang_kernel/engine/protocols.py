@@ -4,7 +4,7 @@ Each view gets the one service it uses, never the Session's parts: ComputeKernel
 thread debugger a DebugService, SlangFunction a FunctionService (the Session's private KernelBuilds,
 kernel_builds.py, implements these three); a PlaygroundProgram a ProgramService, the IR views an
 IRSource, compare a CompareService (the Session itself implements these, through the two read-only
-objects it hands out: `store`, a CellLookup, and `compile_service`, a Requests). Views import this
+objects it hands out, its SessionParts: `store`, a CellLookup, and `compile_service`, a Requests). Views import this
 module, never session.py, so the arrows point one way (docs/architecture.md).
 """
 
@@ -20,8 +20,8 @@ from ..compiler.diagnostics import SlangCompileError
 from ..compiler.reflection import DeclInfo, FunctionInfo, ParamInfo
 from .finite import FiniteCheck
 
-__all__ = ["CellLookup", "CompareService", "DebugService", "Dispatchable", "FunctionService", "IRSource",
-           "KernelService", "ProgramService", "Requests"]
+__all__ = ["BuildChecks", "CellLookup", "CompareService", "DebugService", "Dispatchable", "FunctionService", "IRSource",
+           "KernelService", "ProgramService", "Requests", "SessionParts"]
 
 
 class CellLookup(Protocol):
@@ -71,13 +71,19 @@ class DebugService(Protocol):
     def closure(self, cells: Sequence[Cell]) -> list[Cell]: ...
 
 
-class KernelService(DebugService, Protocol):
-    """What a ComputeKernel needs: its current build, specializations, code and IR views."""
+class BuildChecks(Protocol):
+    """What a ComputeKernel and a SlangFunction check their work by: the cells' revision (a build from
+    an older one is stale) and the session's NaN/Inf check of outputs."""
 
     @property
     def revision(self) -> int: ...
     @property
     def finite(self) -> FiniteCheck: ...
+
+
+class KernelService(DebugService, BuildChecks, Protocol):
+    """What a ComputeKernel needs: its current build, specializations, code and IR views."""
+
     def is_current(self, built_from: CompiledKernel) -> bool: ...
     def failure(self, name: str) -> SlangCompileError | None: ...
     def specialization(self, name: str, specialize: Mapping[str, Any] | None = None,
@@ -86,15 +92,11 @@ class KernelService(DebugService, Protocol):
     def ir(self, name: str) -> str: ...
 
 
-class FunctionService(Protocol):
+class FunctionService(BuildChecks, Protocol):
     """What a SlangFunction needs: the function's signature and compiled wrapper kernels."""
 
     @property
     def backend(self) -> Backend: ...
-    @property
-    def revision(self) -> int: ...
-    @property
-    def finite(self) -> FiniteCheck: ...
     @property
     def cells(self) -> tuple[str, ...]: ...
     def cell(self, name: str) -> Cell: ...
@@ -103,25 +105,26 @@ class FunctionService(Protocol):
     def compile(self, req: CompileRequest) -> dict[str, CompiledKernel]: ...
 
 
-class ProgramService(Protocol):
+class SessionParts(Protocol):
+    """The two read-only objects the Session hands out: its cells' revisions and its compile path."""
+
+    @property
+    def store(self) -> CellLookup: ...
+    @property
+    def compile_service(self) -> Requests: ...
+
+
+class ProgramService(SessionParts, Protocol):
     """What a PlaygroundProgram needs: its cell's revisions, and that cell's entry points built."""
 
     @property
     def backend(self) -> Backend: ...
-    @property
-    def store(self) -> CellLookup: ...
-    @property
-    def compile_service(self) -> Requests: ...
 
 
-class IRSource(Protocol):
+class IRSource(SessionParts, Protocol):
     """What the IR views need: which cell defines a name, a disassembly or dump request, the function
     (a Session, or a SlangFunction's own service)."""
 
-    @property
-    def store(self) -> CellLookup: ...
-    @property
-    def compile_service(self) -> Requests: ...
     def function(self, name: str) -> Any: ...   # a SlangFunction (autodiff.py imports this module)
 
 

@@ -54,32 +54,42 @@ class SpecializationError(ValueError):
 
 
 @dataclass(frozen=True)
-class GenericParam:
+class _Declared:
+    """What a generic parameter and an `extern` declaration share: a type (value_type "") or a value
+    of `value_type`, named `name`, a type conforming to `constraint` ("" when none)."""
+
     name: str
-    value_type: str    # "" for a type parameter, else the type of `let N : int`
-    constraint: str    # "IFoo" of `T : IFoo` ("" when none)
+    value_type: str
+    constraint: str
+
+    def _type_text(self) -> str:
+        """`T : IFoo`, or `T` without a constraint: how a type's declaration reads in messages."""
+        return f"{self.name}{' : ' + self.constraint if self.constraint else ''}"
+
+
+@dataclass(frozen=True)
+class GenericParam(_Declared):
+    """`T : IFoo` (value_type "") or `let N : int` of a generic entry point."""
+
     default: str = ""  # `let N : int = 4` -> "4" (used when not given)
 
     def describe(self) -> str:
         if self.value_type:
             return f"`let {self.name} : {self.value_type}`"
-        return f"`{self.name}{' : ' + self.constraint if self.constraint else ''}`"
+        return f"`{self._type_text()}`"
 
 
 @dataclass(frozen=True)
-class Extern:
+class Extern(_Declared):
     """`extern struct Q : IFoo;` (value_type "") or `extern static const int N;` in a cell."""
 
-    name: str
-    value_type: str
-    constraint: str
     cell: str
     span: tuple[int, int] = (0, 0)   # where the declaration is in the cell's source
 
     def describe(self) -> str:
         if self.value_type:
             return f"`extern static const {self.value_type} {self.name}` ({self.cell})"
-        return f"`extern struct {self.name}{' : ' + self.constraint if self.constraint else ''}` ({self.cell})"
+        return f"`extern struct {self._type_text()}` ({self.cell})"
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,7 @@ def create(config: BackendConfig) -> "CpuBackend":
     return CpuBackend(config)
 
 
-class CpuBackend(_shm.SharedMemoryArrays):
+class CpuBackend(_shm.SharedMemoryArrays, _ipc.WorkerOwner):
     """Kernels run in a worker process by default (Session(isolate=True)): a crash, an endless loop
     or Ctrl-C costs one cell's error, never the notebook. Buffers reach the worker through shared
     memory: arrays from `empty`/`zeros`/`shared` are used in place; other numpy arrays are copied
@@ -98,14 +98,6 @@ class CpuBackend(_shm.SharedMemoryArrays):
         while its (RW)StructuredBuffer<T> has the very same C++ layout ({T* data; size_t count}):
         kernels are compiled with the typed names meaning the structured ones."""
         return TYPED_AS_STRUCTURED if target == "cpp" else ()
-
-    @property
-    def worker_pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
-
-    @property
-    def restarts(self) -> int:
-        return self._proc.restarts if self._proc is not None else 0
 
     # -- textures (see textures) -------------------------------------------------------------
 

@@ -52,7 +52,7 @@ _ERRORS: dict[str, type[Exception]] = {
     "NotImplementedError": NotImplementedError, "BackendUnavailable": BackendUnavailable}
 
 
-class IsolatedVulkanBackend(_shm.SharedMemoryArrays):
+class IsolatedVulkanBackend(_shm.SharedMemoryArrays, _ipc.WorkerOwner):
     """Vulkan (slangpy/sgl) with the device in a worker process: crash-safe, stoppable. The process
     boundary costs a round trip per dispatch and a copy of each numpy array into shared memory (and
     of each written one back); Session(isolate=False) has neither, and no protection."""
@@ -61,6 +61,8 @@ class IsolatedVulkanBackend(_shm.SharedMemoryArrays):
     target = "spirv"
     capabilities = frozenset({"device_buffers", "textures", "shared_arrays", "timing", "type_conformances", "replay",
                               "finite_scan"})
+
+    _proc: _Process
 
     def __init__(self, config: BackendConfig | None = None) -> None:
         self.config = config = config or BackendConfig()
@@ -88,14 +90,6 @@ class IsolatedVulkanBackend(_shm.SharedMemoryArrays):
         self._describe = str(hello.get("describe", self.adapter))
 
     # -- protocol -----------------------------------------------------------------------------------
-
-    @property
-    def worker_pid(self) -> int | None:
-        return self._proc.pid
-
-    @property
-    def restarts(self) -> int:
-        return self._proc.restarts
 
     @property
     def generation(self) -> int:
