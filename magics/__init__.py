@@ -177,6 +177,6 @@ class SlangMagics(Magics):
 
 def load_ipython_extension(ipython: InteractiveShell) -> None:
     ipython.register_magics(SlangMagics(ipython))
-    from slang_kernel.lsp.ipython import register  # Tab and Shift-Tab in %%slang cells (slang_kernel.lsp, i31)
+    from slang_kernel.frontend.lsp.ipython import register  # Tab and Shift-Tab in %%slang cells (slang_kernel.frontend.lsp, i31)
 
     register(ipython)

@@ -1,4 +1,4 @@
-"""Slang's language server as `python -m slang_kernel.lsp` serves it (the real server from the pinned
+"""Slang's language server as `python -m slang_kernel.frontend.lsp` serves it (the real server from the pinned
 compiler, through the notebook proxy), spoken to over LSP on stdin/stdout: hover, definition across
 cells, signature help, completion after `.`, diagnostics (magic lines and redeclarations are not
 errors, typos are), the session's search path and defines, a restart after the server dies, and a
@@ -15,8 +15,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from slang_kernel.lsp import _text
-from slang_kernel.lsp.client import LanguageClient
+from slang_kernel.frontend.lsp import _text
+from slang_kernel.frontend.lsp.client import LanguageClient
 from tests.waiting import wait_until
 
 # a notebook's Slang cells as jupyterlab-lsp joins them: cell after cell, blank lines between
@@ -67,7 +67,7 @@ class Doc:
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[LanguageClient]:
-    c = LanguageClient([sys.executable, "-m", "slang_kernel.lsp", "-D", "WIDTH=4"], timeout=60)
+    c = LanguageClient([sys.executable, "-m", "slang_kernel.frontend.lsp", "-D", "WIDTH=4"], timeout=60)
     try:
         yield c
     finally:
@@ -159,7 +159,7 @@ def _children(pid: int) -> list[int]:
 
 
 def test_server_restarts_after_it_dies(tmp_path: Path) -> None:
-    c = LanguageClient([sys.executable, "-m", "slang_kernel.lsp"], timeout=60)
+    c = LanguageClient([sys.executable, "-m", "slang_kernel.frontend.lsp"], timeout=60)
     try:
         doc = Doc(c, tmp_path / "nb.slang", NOTEBOOK)
         assert "sq(float x)" in doc.ask("textDocument/hover", "sq(p.mass)", 1)["contents"]["value"]
@@ -186,7 +186,7 @@ def test_client_gives_up_at_its_deadline_and_restarts_a_dead_server(tmp_path: Pa
         assert silent.starts == 1 and silent.pid is not None  # still starting: left to finish
     finally:
         silent.close()
-    c = LanguageClient([sys.executable, "-m", "slang_kernel.lsp"], timeout=60)
+    c = LanguageClient([sys.executable, "-m", "slang_kernel.frontend.lsp"], timeout=60)
     try:
         Doc(c, tmp_path / "a.slang", CELL1)
         assert c.request("textDocument/hover", {"textDocument": {"uri": (tmp_path / "a.slang").as_uri()},

@@ -320,8 +320,7 @@ public float outer(float x) { return x * 3; }""", name="shapes")
 _PARTS = ("slang_kernel.engine.cell_store", "slang_kernel.engine.compile_service", "slang_kernel.engine.kernel_builds",
           "slang_kernel.engine.checks")
 _VIEWS = ("slang_kernel.engine.kernels", "slang_kernel.engine.autodiff", "slang_kernel.views.thread_debug", "slang_kernel.views.compare")
-_FRONT = ("slang_kernel.frontend", "slang_kernel.magics", "slang_kernel.widgets", "slang_kernel.lsp",
-          "slang_kernel.kernel")
+_FRONT = ("slang_kernel.frontend", "slang_kernel.magics", "slang_kernel.widgets")   # frontend/ holds kernel/ and lsp/
 
 
 def _front(name: str) -> bool:
@@ -432,12 +431,13 @@ def test_the_engine_imports_no_view() -> None:
 # The folders' arrows of docs/architecture.md, exactly: "engine" is every other module of slang_kernel
 # (the session, its parts, kernels, autodiff and the shared modules); the package root and __main__ (the
 # command line) may import anything.
-_FOLDERS = ("magics", "widgets", "kernel", "lsp", "frontend", "views", "playground", "torch", "backends", "compiler")
+_FOLDERS = ("magics", "widgets", "frontend/kernel", "frontend/lsp", "frontend", "views", "playground", "torch",
+            "backends", "compiler")   # the first that holds a module names its folder: frontend/ is the rest of it
 _FOLDER_ARROWS = {
-    "magics": {"frontend", "lsp", "widgets", "backends", "engine"},
+    "magics": {"frontend", "frontend/lsp", "widgets", "backends", "engine"},
     "widgets": {"views", "playground", "engine"},
-    "kernel": {"frontend", "lsp", "backends", "compiler", "engine"},
-    "lsp": {"kernel", "frontend", "compiler", "engine"},
+    "frontend/kernel": {"frontend", "frontend/lsp", "backends", "compiler", "engine"},
+    "frontend/lsp": {"frontend/kernel", "frontend", "compiler", "engine"},
     "frontend": {"playground", "widgets", "compiler", "engine"},
     "views": {"backends", "compiler", "engine", "torch"},   # gradients.py -> torch/debug.py, lazily
     "playground": {"backends", "compiler", "engine"},
@@ -449,7 +449,7 @@ _FOLDER_ARROWS = {
 
 
 def _folder(name: str) -> str:
-    return next((f for f in _FOLDERS if _in(name, f"slang_kernel.{f}")), "engine")
+    return next((f for f in _FOLDERS if _in(name, "slang_kernel." + f.replace("/", "."))), "engine")
 
 
 def test_the_folders_import_only_along_the_drawn_arrows() -> None:

@@ -15,7 +15,7 @@ from typing import Any, Callable
 from IPython.core.completer import SimpleCompletion, context_matcher
 from IPython.core.interactiveshell import InteractiveShell
 
-from ..frontend import FrontEnd
+from ..controller import FrontEnd
 from ..kernel.completion import inspect as own_inspect
 from ..kernel.source import is_slang_cell
 from . import replies

@@ -1,4 +1,4 @@
-"""`python -m slang_kernel.lsp`: Slang's language server, set up for notebooks, on stdin/stdout.
+"""`python -m slang_kernel.frontend.lsp`: Slang's language server, set up for notebooks, on stdin/stdout.
 
 The server itself (`_native`, Slang::runLanguageServer) runs in a child process; this process sits
 between it and the editor and does what the server cannot be told on its command line:
@@ -42,7 +42,7 @@ from ._wire import Writer, read_message
 __all__ = ["MODULE_DIR", "Proxy", "flatten_settings"]
 
 # the folder the Session searches too (session.MODULE_DIR, not imported: this process stays light)
-MODULE_DIR = Path(__file__).resolve().parent.parent / "slang"
+MODULE_DIR = Path(__file__).resolve().parents[2] / "slang"
 NATIVE = Path(__file__).resolve().with_name("_native.py")
 _VIRTUAL = ".virtual_documents"
 _MAX_CRASHES = 5

@@ -24,10 +24,10 @@ __all__ = ["LanguageClient"]
 
 
 class LanguageClient:
-    """One `python -m slang_kernel.lsp` process, started lazily, restarted when it is gone."""
+    """One `python -m slang_kernel.frontend.lsp` process, started lazily, restarted when it is gone."""
 
     def __init__(self, argv: Sequence[str] | None = None, *, timeout: float = 2.0) -> None:
-        self.argv = tuple(argv or (sys.executable, "-m", "slang_kernel.lsp"))
+        self.argv = tuple(argv or (sys.executable, "-m", "slang_kernel.frontend.lsp"))
         self.timeout = timeout
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None

@@ -1,6 +1,6 @@
 """The Slang language server itself: `Slang::runLanguageServer` from the pinned libslang-compiler.
 
-Run as `python .../slang_kernel/lsp/_native.py [--periodic]` (as a script: it loads
+Run as `python .../slang_kernel/frontend/lsp/_native.py [--periodic]` (as a script: it loads
 compiler/_lib.py by its path, without importing the slang_kernel package and numpy, ~0.3 s): this
 process becomes the server, speaking LSP on its own stdin/stdout until the client sends `exit`
 (it does not notice stdin closing: it dies with its parent instead). The function is a C++ symbol
@@ -52,7 +52,7 @@ def _die_with_parent() -> None:
 
 def _load_library() -> ctypes.CDLL:
     """compiler/_lib.py's `load` (it imports only the standard library), by path."""
-    path = Path(__file__).resolve().parent.parent / "compiler" / "_lib.py"
+    path = Path(__file__).resolve().parents[2] / "compiler" / "_lib.py"
     spec = importlib.util.spec_from_file_location("_slang_kernel_lib", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..scanner import declared_names
+from ...scanner import declared_names
 from . import _text
 from .client import LanguageClient
 

@@ -1,6 +1,6 @@
 """A Pygments lexer for Slang (alias "slang", files *.slang), used by nbconvert and Sphinx.
 
-Registered through the `pygments.lexers` entry point `slang = slang_kernel.kernel.lexer:SlangLexer`.
+Registered through the `pygments.lexers` entry point `slang = slang_kernel.frontend.kernel.lexer:SlangLexer`.
 Kernel cells may start with `%%python`/`%%py` (the rest is Python) or contain `%backend`, `%show` and
 `%run` line magics: those are lexed too.
 """

@@ -7,7 +7,7 @@
 // - Slang-kernel notebooks: a `%%python` / `%%py` cell's body goes to a Python document; a cell that
 //   the kernel hands to IPython (another cell magic, a line magic other than %backend/%show/%run,
 //   `!`, `?`) leaves the Slang document. `%%slang` cells and the kernel's line magics stay: the
-//   server (python -m slang_kernel.lsp) blanks lines that start with `%`.
+//   server (python -m slang_kernel.frontend.lsp) blanks lines that start with `%`.
 
 // `^...` with leading blank lines allowed (IPython allows them before a cell magic)
 const SLANG_CELL = /^((?:[ \t]*\n)*%%slang(?:[ \t][^\n]*)?\n)([^]*)$/;

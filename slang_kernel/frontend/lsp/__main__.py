@@ -1,4 +1,4 @@
-"""`python -m slang_kernel.lsp [-I DIR]... [-D NAME[=VALUE]]...`: see slang_kernel.lsp._proxy."""
+"""`python -m slang_kernel.frontend.lsp [-I DIR]... [-D NAME[=VALUE]]...`: see slang_kernel.frontend.lsp._proxy."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ __all__ = ["main"]
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m slang_kernel.lsp",
+    p = argparse.ArgumentParser(prog="python -m slang_kernel.frontend.lsp",
                                 description="Slang's language server (LSP on stdin/stdout) with the "
                                             "slang-kernel search path and defines")
     p.add_argument("-I", dest="paths", action="append", default=[], metavar="DIR",

@@ -1,5 +1,5 @@
 """The jupyter-lsp spec (entry point `jupyter_lsp_spec_v1`): JupyterLab with jupyterlab-lsp starts
-`python -m slang_kernel.lsp` for Slang documents: Slang-kernel notebooks (language `slang`), `.slang`
+`python -m slang_kernel.frontend.lsp` for Slang documents: Slang-kernel notebooks (language `slang`), `.slang`
 files, and the `%%slang` cells of Python notebooks (extracted by this package's labextension)."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ def slang_language_server(manager: Any = None) -> dict[str, Any]:
     return {
         "slang-kernel": {
             "version": 2,
-            "argv": [sys.executable, "-m", "slang_kernel.lsp"] if installed else [],
+            "argv": [sys.executable, "-m", "slang_kernel.frontend.lsp"] if installed else [],
             "languages": ["slang"],
             "mime_types": ["text/x-slang"],
             "display_name": "Slang (slang-kernel)",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..frontend.display import CODE_LANGUAGES, CellSummary, code_display, error_lines, summary
+from ..display import CODE_LANGUAGES, CellSummary, code_display, error_lines, summary
 
 __all__ = ["CODE_LANGUAGES", "CellSummary", "KernelInterrupted", "SlangKernelError", "code_display",
            "error_lines", "summary"]

@@ -10,11 +10,11 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
-from .. import scanner
-from ..compiler.reflection import DeclInfo
+from ... import scanner
+from ...compiler.reflection import DeclInfo
 from .language import ATTRIBUTES, BUILTIN_TYPES, INTRINSICS, KEYWORDS, SEMANTICS, SWIZZLE, vector_length
 from .source import SLANG_MAGICS
-from ..backends.registry import choices
+from ...backends.registry import choices
 
 __all__ = ["Completion", "after_dot", "complete", "inspect", "is_complete", "mask_code", "receiver_type", "type_of",
            "word_at"]

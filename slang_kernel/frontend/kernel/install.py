@@ -45,7 +45,7 @@ LABEXTENSION_NAME = "slang-kernel-syntax"
 def kernel_json(python: str | None = None, display_name: str = DISPLAY_NAME,
                 env: dict[str, str] | None = None) -> dict[str, Any]:
     spec: dict[str, Any] = {
-        "argv": [python or sys.executable, "-m", "slang_kernel.kernel", "-f", "{connection_file}"],
+        "argv": [python or sys.executable, "-m", "slang_kernel.frontend.kernel", "-f", "{connection_file}"],
         "display_name": display_name,
         "language": "slang",
         "interrupt_mode": "signal",

@@ -34,14 +34,14 @@ from typing import Any, cast
 from ipykernel.ipkernel import IPythonKernel
 from traitlets import List
 
-from .. import KernelInterrupted, __version__
-from ..backends.registry import choices
-from ..compiler.diagnostics import SlangCompileError
-from ..frontend.display import code_display, show, warnings_text
-from ..frontend import FrontEnd
+from ... import KernelInterrupted, __version__
+from ...backends.registry import choices
+from ...compiler.diagnostics import SlangCompileError
+from ..display import code_display, show, warnings_text
+from ..controller import FrontEnd
 from ..lsp import replies
 from ..lsp.assist import Assistant
-from ..engine.session import CODE_TARGETS, Session
+from ...engine.session import CODE_TARGETS, Session
 from . import completion
 from .display import SlangKernelError
 from .language import LANGUAGE_INFO

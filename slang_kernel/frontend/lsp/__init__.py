@@ -1,6 +1,6 @@
 """Slang's language server (slangd, from the pinned libslang-compiler) for notebooks.
 
-- `python -m slang_kernel.lsp [-I DIR] [-D NAME=VALUE]`: LSP on stdin/stdout, with the session's
+- `python -m slang_kernel.frontend.lsp [-I DIR] [-D NAME=VALUE]`: LSP on stdin/stdout, with the session's
   search path (`import playground;`, `rendering`, `printing`, `debug`) and defines; _proxy says what
   it adds to the bare server (_native).
 - `spec.slang_language_server`: the jupyter-lsp spec (entry point `jupyter_lsp_spec_v1`), so JupyterLab

@@ -1,4 +1,4 @@
-"""`python -m slang_kernel.kernel -f CONNECTION_FILE`: start the Slang kernel (what kernel.json runs)."""
+"""`python -m slang_kernel.frontend.kernel -f CONNECTION_FILE`: start the Slang kernel (what kernel.json runs)."""
 
 from ipykernel.kernelapp import IPKernelApp
 

@@ -1,5 +1,5 @@
 """Jupyter `complete_reply` / `inspect_reply` contents from the language server and the kernel's own
-completion (slang_kernel.kernel.completion), for the Slang kernel and `%%slang` cells alike.
+completion (slang_kernel.frontend.kernel.completion), for the Slang kernel and `%%slang` cells alike.
 
 The server knows what the compiler knows (methods, imported modules, types of any expression, doc
 comments); the kernel's own completion knows the kernel's line magics and curates vector swizzles
@@ -16,8 +16,8 @@ import os
 import re
 from typing import Any, Callable, Mapping, Sequence, TypeVar
 
-from ..compiler.reflection import DeclInfo
-from ..frontend import FrontEnd
+from ...compiler.reflection import DeclInfo
+from ..controller import FrontEnd
 from ..kernel.completion import after_dot, complete, receiver_type
 from ..kernel.language import BUILTIN_TYPES, vector_length
 from . import saved

@@ -13,7 +13,7 @@ import re
 from typing import Any, Callable, Iterable
 from urllib.parse import unquote, urlparse
 
-from ..scanner import Decl, blank, closing, declarations, split_commas
+from ...scanner import Decl, blank, closing, declarations, split_commas
 
 __all__ = ["REDECLARATION_CODES", "end_position", "filtered", "keep_diagnostic", "offset_at", "position_at",
            "relabel", "shadowed", "slang_view", "uri_path"]
