@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from . import _text, saved
-from ._wire import Writer, read_message
+from ._wire import Writer, messages
 
 __all__ = ["MODULE_DIR", "Proxy", "flatten_settings"]
 
@@ -187,10 +187,7 @@ class Proxy:
 
     def _pump_server(self, child: subprocess.Popen[bytes]) -> None:
         assert child.stdout is not None
-        while True:
-            msg = read_message(child.stdout)
-            if msg is None:
-                break
+        for msg in messages(child.stdout):
             try:
                 self._from_server(msg)
             except (BrokenPipeError, OSError):
@@ -329,10 +326,7 @@ class Proxy:
         """Relay until the editor sends `exit` or closes its end; the server goes with it."""
         self._start()
         try:
-            while True:
-                msg = read_message(self._in)
-                if msg is None:
-                    break
+            for msg in messages(self._in):
                 self._from_client(msg)
                 if self._closing:
                     break

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
 from typing import IO, Any
 
-__all__ = ["Writer", "read_message"]
+__all__ = ["Writer", "messages", "read_message"]
 
 
 def read_message(stream: IO[bytes]) -> dict[str, Any] | None:
@@ -34,6 +35,12 @@ def read_message(stream: IO[bytes]) -> dict[str, Any] | None:
             continue
         if isinstance(msg, dict):
             return msg
+
+
+def messages(stream: IO[bytes]) -> Iterator[dict[str, Any]]:
+    """The stream's messages, one after another, until it ends."""
+    while (msg := read_message(stream)) is not None:
+        yield msg
 
 
 class Writer:

@@ -141,14 +141,18 @@ class Assistant:
             "textDocument": {"uri": self.uri, "version": self._version},
             "contentChanges": [{"text": layout.text}]})
 
-    def _at(self, cells: Sequence[CellText], code: str, cursor: int,
-            defines: Mapping[str, str]) -> tuple[Layout, dict[str, Any]] | None:
+    def _ask(self, method: str, cells: Sequence[CellText], code: str, cursor: int,
+             defines: Mapping[str, str], **extra: Any) -> tuple[Layout, Any]:
+        """The document synced to `cells` and `code`, then the server's reply to `method` at `cursor`
+        (with the params `extra`): the layout asked about and the reply, None (as when the server does
+        not answer in time) when the document could not be synced."""
         layout = self.layout(cells, code)
         self._deadline = time.monotonic() + self.client.timeout
         if not self._sync(layout, defines, self.client.timeout):
-            return None
+            return layout, None
         pos = _text.position_at(layout.text, layout.offset + cursor)
-        return layout, {"textDocument": {"uri": self.uri}, "position": pos}
+        params = {"textDocument": {"uri": self.uri}, "position": pos, **extra}
+        return layout, self.client.request(method, params, self._left())
 
     def _left(self) -> float:
         return max(0.0, self._deadline - time.monotonic())
@@ -166,11 +170,7 @@ class Assistant:
     def hover(self, cells: Sequence[CellText], code: str, cursor: int,
               defines: Mapping[str, str] = {}) -> str | None:
         """The server's hover text at `cursor` in `code` (markdown), or None."""
-        at = self._at(cells, code, cursor, defines)
-        if at is None:
-            return None
-        layout, params = at
-        result = self.client.request("textDocument/hover", params, self._left())
+        layout, result = self._ask("textDocument/hover", cells, code, cursor, defines)
         contents = (result or {}).get("contents") if isinstance(result, dict) else None
         if isinstance(contents, dict):
             text = contents.get("value", "")
@@ -183,11 +183,7 @@ class Assistant:
     def signature(self, cells: Sequence[CellText], code: str, cursor: int,
                   defines: Mapping[str, str] = {}) -> str | None:
         """The signature of the call around `cursor` (active parameter marked), or None."""
-        at = self._at(cells, code, cursor, defines)
-        if at is None:
-            return None
-        layout, params = at
-        result = self.client.request("textDocument/signatureHelp", params, self._left())
+        layout, result = self._ask("textDocument/signatureHelp", cells, code, cursor, defines)
         sigs = (result or {}).get("signatures") if isinstance(result, dict) else None
         if not sigs:
             return None
@@ -201,19 +197,15 @@ class Assistant:
     def complete(self, cells: Sequence[CellText], code: str, cursor: int,
                  defines: Mapping[str, str] = {}) -> Completions | None:
         """Completions of the word before `cursor` (members after `.`), or None."""
-        at = self._at(cells, code, cursor, defines)
-        if at is None:
-            return None
-        _, params = at
         start = cursor
         while start > 0 and (code[start - 1].isalnum() or code[start - 1] == "_"):
             start -= 1
         prefix = code[start:cursor]
         if start > 0 and code[start - 1] in ".:>":
-            params["context"] = {"triggerKind": 2, "triggerCharacter": code[start - 1]}
+            context: dict[str, Any] = {"triggerKind": 2, "triggerCharacter": code[start - 1]}
         else:
-            params["context"] = {"triggerKind": 1}
-        result = self.client.request("textDocument/completion", params, self._left())
+            context = {"triggerKind": 1}
+        _, result = self._ask("textDocument/completion", cells, code, cursor, defines, context=context)
         items = result.get("items") if isinstance(result, dict) else result
         if not isinstance(items, list):
             return None

@@ -18,7 +18,7 @@ import time
 from concurrent.futures import Future, TimeoutError as FutureTimeout
 from typing import Any, Sequence
 
-from ._wire import Writer, read_message
+from ._wire import Writer, messages
 
 __all__ = ["LanguageClient"]
 
@@ -89,10 +89,7 @@ class LanguageClient:
 
     def _read(self, proc: subprocess.Popen[bytes]) -> None:
         assert proc.stdout is not None
-        while True:
-            msg = read_message(proc.stdout)
-            if msg is None:
-                break
+        for msg in messages(proc.stdout):
             if "method" in msg:
                 if msg.get("method") == "textDocument/publishDiagnostics":
                     params = msg.get("params") or {}

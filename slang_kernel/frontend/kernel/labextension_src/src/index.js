@@ -96,12 +96,15 @@ function patchPython(languages) {
   }
 }
 
-const language = {
-  id: "slang-kernel-syntax:language",
-  description: "Slang syntax highlighting (Slang kernel cells, *.slang files, %%slang cells in Python notebooks)",
-  autoStart: true,
-  requires: [IEditorLanguageRegistry],
-  activate: (_app, languages) => {
+// A plugin of this extension (id slang-kernel-syntax:NAME), started with JupyterLab; `tokens` holds
+// its `requires` and `optional` services, which `activate` gets after the app.
+const plugin = (name, description, tokens, activate) =>
+  ({ id: `slang-kernel-syntax:${name}`, description, autoStart: true, ...tokens, activate });
+
+const language = plugin("language",
+  "Slang syntax highlighting (Slang kernel cells, *.slang files, %%slang cells in Python notebooks)",
+  { requires: [IEditorLanguageRegistry] },
+  (_app, languages) => {
     languages.addLanguage({
       name: "slang",
       displayName: "Slang",
@@ -110,19 +113,15 @@ const language = {
       load: async () => new LanguageSupport(slangLanguage),
     });
     patchPython(languages);
-  },
-};
+  });
 
 // Slang cells for language servers (see lsp.js): JupyterLab always provides the manager; only
 // jupyterlab-lsp (pip install 'slang-kernel[lsp]') reads it.
-const lspCells = {
-  id: "slang-kernel-syntax:lsp-cells",
-  description: "Slang cells for jupyterlab-lsp: %%slang cells of Python notebooks, Python cells of Slang notebooks",
-  autoStart: true,
-  optional: [ILSPCodeExtractorsManager],
-  activate: (_app, extractors) => {
+const lspCells = plugin("lsp-cells",
+  "Slang cells for jupyterlab-lsp: %%slang cells of Python notebooks, Python cells of Slang notebooks",
+  { optional: [ILSPCodeExtractorsManager] },
+  (_app, extractors) => {
     if (extractors) registerExtractors(extractors);
-  },
-};
+  });
 
 export default [language, lspCells];
