@@ -20,6 +20,7 @@ import argparse
 import re
 import shlex
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -45,10 +46,21 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}\n{self.usage}")
 
 
+class _BackendNames:
+    """`--backend`'s choices, asked of the backend registry only when a cell names a backend: a plain
+    `%%slang` cell goes magics -> frontend -> engine -> compiler -> backends (tests/test_model.py)."""
+
+    def __contains__(self, name: object) -> bool:
+        return name in choices()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(choices())
+
+
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="%%slang", add_help=False, usage=_USAGE)
     p.add_argument("name", nargs="?")
-    p.add_argument("--backend", choices=list(choices()))
+    p.add_argument("--backend", choices=_BackendNames(), metavar="BACKEND")   # a metavar: no listing at add time
     p.add_argument("--show", default="")
     p.add_argument("--ir", action="store_true")
     p.add_argument("-D", dest="defines", action="append", default=[])
@@ -177,6 +189,6 @@ class SlangMagics(Magics):
 
 def load_ipython_extension(ipython: InteractiveShell) -> None:
     ipython.register_magics(SlangMagics(ipython))
-    from slang_kernel.lsp.ipython import register  # Tab and Shift-Tab in %%slang cells (slang_kernel.lsp, i31)
+    from slang_kernel.frontend.lsp.ipython import register  # Tab and Shift-Tab in %%slang cells (slang_kernel.frontend.lsp, i31)
 
     register(ipython)

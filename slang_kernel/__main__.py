@@ -27,7 +27,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     u.add_argument("--name", default="slang")
     args = parser.parse_args(argv)
 
-    from .kernel.install import install, uninstall
+    from .frontend.kernel.install import install, uninstall
 
     if args.command == "install":
         env = {"SLANG_KERNEL_BACKEND": args.backend} if args.backend else None

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from slang_kernel.kernel.install import (
+from slang_kernel.frontend.kernel.install import (
     KERNEL_NAME,
     LABEXTENSION,
     LABEXTENSION_NAME,
@@ -110,7 +110,7 @@ def test_this_environment_has_them_from_pip():
 def _ours(module: str) -> bool:
     """A module of this package imported by file name (a worker started by path does that)."""
     return any((ROOT / src / f"{module}.py").exists() or (ROOT / src / module).is_dir()
-               for src in ("slang_kernel", "slang_kernel/backends", "slang_kernel/compiler", "slang_kernel/kernel"))
+               for src in ("slang_kernel", "slang_kernel/backends", "slang_kernel/compiler", "slang_kernel/frontend/kernel"))
 
 
 def _third_party_imports() -> dict[str, set[str]]:

@@ -15,11 +15,11 @@ import jupyter_kernel_test
 import pytest
 from jupyter_client.manager import start_new_kernel
 
-from slang_kernel.kernel.install import temporary_kernelspec
+from slang_kernel.frontend.kernel.install import temporary_kernelspec
 from tests.kernel_client import shell_request
 from tests.waiting import cpu_seconds, wait_until
 
-# Tab and Shift-Tab ask Slang's language server (slang_kernel.lsp); a busy CI machine may start it slowly
+# Tab and Shift-Tab ask Slang's language server (slang_kernel.frontend.lsp); a busy CI machine may start it slowly
 KERNEL_ENV = {"SLANG_KERNEL_BACKEND": "cpu", "SLANG_KERNEL_LSP_TIMEOUT": "60"}
 TIMEOUT = 120
 

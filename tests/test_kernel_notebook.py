@@ -14,7 +14,7 @@ import pytest
 from jupyter_core.utils import run_sync
 from nbclient import NotebookClient
 
-from slang_kernel.kernel.install import temporary_kernelspec
+from slang_kernel.frontend.kernel.install import temporary_kernelspec
 
 NOTEBOOK = Path(__file__).parent / "notebooks" / "slang_kernel_demo.ipynb"
 

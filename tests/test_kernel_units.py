@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from slang_kernel.compiler.reflection import DeclInfo, FunctionInfo
-from slang_kernel.kernel.completion import complete, inspect, is_complete, structs_in_text, type_of
-from slang_kernel.kernel.display import SlangKernelError
-from slang_kernel.kernel.source import classify, parse_cell
+from slang_kernel.frontend.kernel.completion import complete, inspect, is_complete, structs_in_text, type_of
+from slang_kernel.frontend.kernel.display import SlangKernelError
+from slang_kernel.frontend.kernel.source import classify, parse_cell
 
 NAMES = {
     "Particle": DeclInfo("Particle", "struct", "Particle", (("pos", "float3"), ("mass", "float"))),
@@ -89,7 +89,7 @@ def test_python_cell_keeps_its_line_numbers() -> None:
 
 
 def test_parse_run_args() -> None:
-    from slang_kernel.kernel.kernel import parse_run_args
+    from slang_kernel.frontend.kernel.kernel import parse_run_args
 
     assert parse_run_args("threads=(n, 1, 1) out=a scale=2 * k") == [
         ("threads", "(n, 1, 1)"), ("out", "a"), ("scale", "2 * k")]
@@ -176,7 +176,7 @@ def test_inspect() -> None:
 def test_lexer_has_no_error_tokens() -> None:
     from pygments.token import Error, Keyword, Name
 
-    from slang_kernel.kernel.lexer import SlangLexer
+    from slang_kernel.frontend.kernel.lexer import SlangLexer
 
     src = (Path(__file__).parent / "notebooks" / "slang_kernel_demo.ipynb").read_text()
     cells = [c for c in json.loads(src)["cells"] if c["cell_type"] == "code"]
@@ -196,14 +196,14 @@ def test_lexer_is_found_by_pygments_once_registered() -> None:
     try:
         lexer = get_lexer_by_name("slang")
     except ClassNotFound:
-        pytest.skip("the pygments.lexers entry point is not installed (pyproject: slang = slang_kernel.kernel.lexer:SlangLexer)")
+        pytest.skip("the pygments.lexers entry point is not installed (pyproject: slang = slang_kernel.frontend.kernel.lexer:SlangLexer)")
     assert lexer.name == "Slang"
 
 
 # -- kernelspec -----------------------------------------------------------------------------------------
 
 def test_language_info() -> None:
-    from slang_kernel.kernel import LANGUAGE_INFO
+    from slang_kernel.frontend.kernel import LANGUAGE_INFO
 
     assert LANGUAGE_INFO["name"] == "slang" and LANGUAGE_INFO["mimetype"] == "text/x-slang"
     assert LANGUAGE_INFO["file_extension"] == ".slang" and LANGUAGE_INFO["pygments_lexer"] == "slang"
@@ -212,7 +212,7 @@ def test_language_info() -> None:
 def test_logos_ship_with_the_package() -> None:
     from PIL import Image
 
-    from slang_kernel.kernel.install import RESOURCES
+    from slang_kernel.frontend.kernel.install import RESOURCES
 
     for size in (32, 64):
         with Image.open(RESOURCES / f"logo-{size}x{size}.png") as im:
@@ -225,7 +225,7 @@ def test_install_into_a_prefix(tmp_path: Path) -> None:
     spec_dir = tmp_path / "share" / "jupyter" / "kernels" / "slang"
     assert str(spec_dir) in out.stdout
     spec = json.loads((spec_dir / "kernel.json").read_text())
-    assert spec["argv"][1:] == ["-m", "slang_kernel.kernel", "-f", "{connection_file}"]
+    assert spec["argv"][1:] == ["-m", "slang_kernel.frontend.kernel", "-f", "{connection_file}"]
     assert spec["display_name"] == "Slang" and spec["language"] == "slang"
     assert spec["env"] == {"SLANG_KERNEL_BACKEND": "cpu"}
     assert (spec_dir / "logo-32x32.png").exists() and (spec_dir / "logo-64x64.png").exists()
@@ -254,13 +254,13 @@ def test_main_entry_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsy
 
 
 def test_install_scopes_are_exclusive() -> None:
-    from slang_kernel.kernel.install import install
+    from slang_kernel.frontend.kernel.install import install
 
     with pytest.raises(ValueError):
         install(user=True, prefix="/tmp/x")
 
 
 def test_module_has_no_ipykernel_import_cost() -> None:
-    code = "import sys, slang_kernel.kernel; print('ipykernel' in sys.modules)"
+    code = "import sys, slang_kernel.frontend.kernel; print('ipykernel' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
 

@@ -1,4 +1,4 @@
-"""Slang's language server as `python -m slang_kernel.lsp` serves it (the real server from the pinned
+"""Slang's language server as `python -m slang_kernel.frontend.lsp` serves it (the real server from the pinned
 compiler, through the notebook proxy), spoken to over LSP on stdin/stdout: hover, definition across
 cells, signature help, completion after `.`, diagnostics (magic lines and redeclarations are not
 errors, typos are), the session's search path and defines, a restart after the server dies, and a
@@ -15,8 +15,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from slang_kernel.lsp import _text
-from slang_kernel.lsp.client import LanguageClient
+from slang_kernel.frontend.lsp import _text
+from slang_kernel.frontend.lsp.client import LanguageClient
 from tests.waiting import wait_until
 
 # a notebook's Slang cells as jupyterlab-lsp joins them: cell after cell, blank lines between
@@ -65,9 +65,21 @@ class Doc:
         return [d for d in self.client.diagnostics[self.uri] if "undefined_sentinel" not in d["message"]]
 
 
+def _quiet(client: LanguageClient, path: Path, text: str) -> Doc:
+    """`text` opened as `path`, a document the server reports no error in (but the sentinel's)."""
+    doc = Doc(client, path, text)
+    assert doc.diagnostics() == []
+    return doc
+
+
+def _labels(items: Any) -> set[str]:
+    """The labels of a completion reply (a CompletionList or a bare list of items)."""
+    return {i["label"] for i in (items["items"] if isinstance(items, dict) else items)}
+
+
 @pytest.fixture(scope="module")
 def client() -> Iterator[LanguageClient]:
-    c = LanguageClient([sys.executable, "-m", "slang_kernel.lsp", "-D", "WIDTH=4"], timeout=60)
+    c = LanguageClient([sys.executable, "-m", "slang_kernel.frontend.lsp", "-D", "WIDTH=4"], timeout=60)
     try:
         yield c
     finally:
@@ -89,16 +101,14 @@ def test_hover_definition_signature_completion(client: LanguageClient, tmp_path:
     # members after `.` of a struct from an earlier cell
     doc.change(NOTEBOOK.replace("sq(p.mass)", "sq(p.)"))
     items = doc.ask("textDocument/completion", "p.)", 2, context={"triggerKind": 2, "triggerCharacter": "."})
-    labels = {i["label"] for i in (items["items"] if isinstance(items, dict) else items)}
-    assert labels == {"pos", "mass"}
+    assert _labels(items) == {"pos", "mass"}
 
 
 def test_diagnostics_as_a_notebook_reads(client: LanguageClient, tmp_path: Path) -> None:
     # %backend is a kernel line magic; a later cell may declare sq again (the latest wins): no errors
     again = "float sq(float x) { return 2 * x; }\n"
-    doc = Doc(client, tmp_path / "ok.slang",
-              CELL1 + "\n\n" + CELL2 + "\n\n" + again + "\n\nfloat e = sq(1.0);\n" + SENTINEL)
-    assert doc.diagnostics() == []
+    doc = _quiet(client, tmp_path / "ok.slang",
+                 CELL1 + "\n\n" + CELL2 + "\n\n" + again + "\n\nfloat e = sq(1.0);\n" + SENTINEL)
     # a typo is an error, at its place
     doc.change("float bad = sq(undefined_thing);\n" + doc.text)
     (d,) = doc.diagnostics()
@@ -112,11 +122,10 @@ def test_the_latest_declaration_wins(client: LanguageClient, tmp_path: Path) -> 
     text = ("struct S { float a; };\nfloat f(float x) { return 1; }\nfloat f(int i) { return 3; }\n\n"
             "struct S { float b; };\nfloat f(float y) { return 2; }\n\n"
             "void use(S s) { s.b; f(1.0); f(2); }\n" + SENTINEL)
-    doc = Doc(client, tmp_path / "shadow.slang", text)
-    assert doc.diagnostics() == []
+    doc = _quiet(client, tmp_path / "shadow.slang", text)
     doc.change(text + "void members(S s) { s.; }\n")
     items = doc.ask("textDocument/completion", "s.;", 2, context={"triggerKind": 2, "triggerCharacter": "."})
-    assert {i["label"] for i in (items["items"] if isinstance(items, dict) else items)} == {"b"}
+    assert _labels(items) == {"b"}
     (loc,) = doc.ask("textDocument/definition", "f(1.0)")
     assert loc["range"]["start"]["line"] == 5   # float f(float y), not line 1
     (loc,) = doc.ask("textDocument/definition", "f(2)")
@@ -137,8 +146,7 @@ def test_search_path_and_defines(client: LanguageClient, tmp_path: Path) -> None
     text = ("import playground;\nimport rendering;\nimport printing;\nimport debug;\n"
             "[playground::TIME]\nuniform float time;\nfloat row[WIDTH];\n"
             "void f() { debug_value(\"t\", time); }\n" + SENTINEL)
-    doc = Doc(client, tmp_path / "modules.slang", text)
-    assert doc.diagnostics() == []
+    doc = _quiet(client, tmp_path / "modules.slang", text)
     hover = doc.ask("textDocument/hover", "debug_value(")
     assert "slang_kernel/slang/debug.slang" in hover["contents"]["value"]
     # the check can fail: a module that is not on the path
@@ -159,7 +167,7 @@ def _children(pid: int) -> list[int]:
 
 
 def test_server_restarts_after_it_dies(tmp_path: Path) -> None:
-    c = LanguageClient([sys.executable, "-m", "slang_kernel.lsp"], timeout=60)
+    c = LanguageClient([sys.executable, "-m", "slang_kernel.frontend.lsp"], timeout=60)
     try:
         doc = Doc(c, tmp_path / "nb.slang", NOTEBOOK)
         assert "sq(float x)" in doc.ask("textDocument/hover", "sq(p.mass)", 1)["contents"]["value"]
@@ -186,7 +194,7 @@ def test_client_gives_up_at_its_deadline_and_restarts_a_dead_server(tmp_path: Pa
         assert silent.starts == 1 and silent.pid is not None  # still starting: left to finish
     finally:
         silent.close()
-    c = LanguageClient([sys.executable, "-m", "slang_kernel.lsp"], timeout=60)
+    c = LanguageClient([sys.executable, "-m", "slang_kernel.frontend.lsp"], timeout=60)
     try:
         Doc(c, tmp_path / "a.slang", CELL1)
         assert c.request("textDocument/hover", {"textDocument": {"uri": (tmp_path / "a.slang").as_uri()},

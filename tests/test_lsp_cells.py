@@ -1,5 +1,5 @@
 """Editor answers name cells as the user sees them and come before a cell has run: the jupyter-lsp
-server (`python -m slang_kernel.lsp`) answers a hover just after a name (where a pointer over the
+server (`python -m slang_kernel.frontend.lsp`) answers a hover just after a name (where a pointer over the
 name's last letter lands) and says "Defined in In[3], line 2" from the saved notebook; the Slang
 kernel's Shift-Tab finds a name defined in a saved cell above that has not run (jupyter_server's
 JPY_SESSION_NAME says which notebook). Real server, real kernel."""
@@ -15,9 +15,9 @@ from typing import Any, Iterator
 import pytest
 from jupyter_client.manager import start_new_kernel
 
-from slang_kernel.kernel.install import temporary_kernelspec
-from slang_kernel.lsp import saved
-from slang_kernel.lsp.client import LanguageClient
+from slang_kernel.frontend.kernel.install import temporary_kernelspec
+from slang_kernel.frontend.lsp import saved
+from slang_kernel.frontend.lsp.client import LanguageClient
 
 TIMEOUT = 120
 
@@ -48,7 +48,7 @@ def _hover(client: LanguageClient, uri: str, text: str, needle: str, after: int)
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[LanguageClient]:
-    c = LanguageClient([sys.executable, "-m", "slang_kernel.lsp"], timeout=60)
+    c = LanguageClient([sys.executable, "-m", "slang_kernel.frontend.lsp"], timeout=60)
     try:
         yield c
     finally:

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import ast
 import os
+import sys
+from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 import numpy as np
 import pytest
@@ -320,8 +324,7 @@ public float outer(float x) { return x * 3; }""", name="shapes")
 _PARTS = ("slang_kernel.engine.cell_store", "slang_kernel.engine.compile_service", "slang_kernel.engine.kernel_builds",
           "slang_kernel.engine.checks")
 _VIEWS = ("slang_kernel.engine.kernels", "slang_kernel.engine.autodiff", "slang_kernel.views.thread_debug", "slang_kernel.views.compare")
-_FRONT = ("slang_kernel.frontend", "slang_kernel.magics", "slang_kernel.widgets", "slang_kernel.lsp",
-          "slang_kernel.kernel")
+_FRONT = ("slang_kernel.frontend", "slang_kernel.magics", "slang_kernel.widgets")   # frontend/ holds kernel/ and lsp/
 
 
 def _front(name: str) -> bool:
@@ -432,12 +435,13 @@ def test_the_engine_imports_no_view() -> None:
 # The folders' arrows of docs/architecture.md, exactly: "engine" is every other module of slang_kernel
 # (the session, its parts, kernels, autodiff and the shared modules); the package root and __main__ (the
 # command line) may import anything.
-_FOLDERS = ("magics", "widgets", "kernel", "lsp", "frontend", "views", "playground", "torch", "backends", "compiler")
+_FOLDERS = ("magics", "widgets", "frontend/kernel", "frontend/lsp", "frontend", "views", "playground", "torch",
+            "backends", "compiler")   # the first that holds a module names its folder: frontend/ is the rest of it
 _FOLDER_ARROWS = {
-    "magics": {"frontend", "lsp", "widgets", "backends", "engine"},
+    "magics": {"frontend", "frontend/lsp", "widgets", "backends", "engine"},
     "widgets": {"views", "playground", "engine"},
-    "kernel": {"frontend", "lsp", "backends", "compiler", "engine"},
-    "lsp": {"kernel", "frontend", "compiler", "engine"},
+    "frontend/kernel": {"frontend", "frontend/lsp", "backends", "compiler", "engine"},
+    "frontend/lsp": {"frontend/kernel", "frontend", "compiler", "engine"},
     "frontend": {"playground", "widgets", "compiler", "engine"},
     "views": {"backends", "compiler", "engine", "torch"},   # gradients.py -> torch/debug.py, lazily
     "playground": {"backends", "compiler", "engine"},
@@ -449,7 +453,7 @@ _FOLDER_ARROWS = {
 
 
 def _folder(name: str) -> str:
-    return next((f for f in _FOLDERS if _in(name, f"slang_kernel.{f}")), "engine")
+    return next((f for f in _FOLDERS if _in(name, "slang_kernel." + f.replace("/", "."))), "engine")
 
 
 def test_the_folders_import_only_along_the_drawn_arrows() -> None:
@@ -485,3 +489,104 @@ def test_the_session_is_a_facade_of_at_most_25_public_names(cpu_session: sk.Sess
     names = {n for n in [*dir(sk.Session), *vars(cpu_session)] if not n.startswith("_")}
     assert {"run_cell", "kernel", "function", "store", "compile_service", "backend", "config"} <= names
     assert len(names) <= 25, f"Session has {len(names)} public names (at most 25): {sorted(names)}"
+
+
+# A cell's walk from `%%slang` to a dispatch (issue 40: "enters each part once, in order"). A part is named
+# by a file's path: a folder of slang_kernel/ (frontend/kernel and frontend/lsp are front ends of their
+# own), or magics/ and widgets/ (slang_kernel.magics and .widgets when installed). The modules at the top
+# of the package (compiled.py, cache.py, _ipc.py, scanner.py, ...) are every part's shared vocabulary and
+# no part of the walk: like IPython and the standard library, they are looked through to find the caller.
+_WALK = ("magics", "frontend", "engine", "compiler", "backends")
+# what may call what: a part only calls parts of a higher level (a larger number), never back up;
+# the compiler and the backends are side by side under the engine (backends read the compiler's reflection)
+_LEVEL = {"magics": 0, "frontend": 1, "views": 2, "playground": 2, "engine": 3, "compiler": 4, "backends": 4}
+_Entry = tuple[str | None, str, str]   # (the caller's part, the part entered, "caller -> callee")
+
+
+def _part_of(filename: str, places: dict[str, str | None]) -> str | None:
+    if filename not in places:
+        import slang_kernel.magics
+        import slang_kernel.widgets
+
+        path, package = Path(filename).resolve(), Path(sk.__file__).resolve().parent
+        tops = {"magics": Path(slang_kernel.magics.__file__).resolve().parent,
+                "widgets": Path(slang_kernel.widgets.__file__).resolve().parent}
+        part = next((name for name, top in tops.items() if top in path.parents), None)
+        if part is None and package in path.parents:
+            rel = path.relative_to(package).parts
+            if len(rel) > 1:   # a module at the top is shared, no part
+                part = f"frontend/{rel[1]}" if rel[0] == "frontend" and len(rel) > 2 else rel[0]
+        places[filename] = part
+    return places[filename]
+
+
+def _walks(run: Callable[[], object]) -> list[list[_Entry]]:
+    """The calls into a part while `run()` runs (sys.setprofile: Python calls of this thread), as walks:
+    a call from code of no part (IPython, the user's cell) starts one, and each call whose part differs
+    from its caller's (the nearest frame of a part up the stack) is an entry of the walk."""
+    places: dict[str, str | None] = {}
+    walks: list[list[_Entry]] = []
+
+    def profile(frame: FrameType, event: str, arg: Any) -> None:
+        if event != "call":
+            return
+        part = _part_of(frame.f_code.co_filename, places)
+        if part is None:
+            return
+        caller = frame.f_back
+        while caller is not None and _part_of(caller.f_code.co_filename, places) is None:
+            caller = caller.f_back
+        source = None if caller is None else _part_of(caller.f_code.co_filename, places)
+        if source == part:
+            return
+        where = f"{caller.f_code.co_name if caller else '?'} -> {frame.f_code.co_name}"
+        if source is None:
+            walks.append([])
+        walks[-1].append((source, part, f"{where} ({Path(frame.f_code.co_filename).name})"))
+
+    before = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        run()
+    finally:
+        sys.setprofile(before)
+    return walks
+
+
+WALK_CELL = """%%slang walk
+[shader("compute")][numthreads(4, 1, 1)]
+void walk_fill(uint3 t: SV_DispatchThreadID, uniform RWStructuredBuffer<float> o) { o[t.x] = t.x + 0.25; }
+"""
+
+
+def test_a_cells_walk_from_slang_to_a_dispatch_enters_each_part_in_order(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A `%%slang` cell on the CPU backend and a dispatch of its kernel: the parts are first entered in
+    the order magics -> frontend -> engine -> compiler -> backends, and no part calls back up (the
+    backends never call the engine or a front end, the engine never calls a front end)."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    monkeypatch.setenv("SLANG_KERNEL_CACHE_DIR", str(tmp_path))   # empty: the compiler answers the check
+    shell = InteractiveShell()
+    try:
+        shell.run_line_magic("load_ext", "slang_kernel")
+        shell.run_line_magic("slang_backend", "cpu")
+        shell.run_cell("import numpy as np\no = np.zeros(4, np.float32)")
+        walks = _walks(lambda: shell.run_cell(WALK_CELL).raise_error())
+        walks += _walks(lambda: shell.run_cell("walk_fill(threads=4, o=o)").raise_error())
+        assert shell.user_ns["o"].tolist() == [0.25, 1.25, 2.25, 3.25]
+    finally:
+        if "slang_session" in shell.user_ns:
+            shell.user_ns["slang_session"].close()
+        InteractiveShell.clear_instance()
+    # IPython's pre/post_run_cell events call the frontend's hooks: walks of their own, not the cell's
+    cell = [w for w in walks if w[0][1] == "magics"]
+    dispatch = [w for w in walks if w[0][1] == "engine"]
+    assert len(cell) == 1 and len(dispatch) == 1, walks
+    walk = cell[0] + dispatch[0]
+    shown = "\n".join(f"{a} -> {b}: {where}" for a, b, where in walk)
+    assert {b for _, b, _ in walk} <= set(_LEVEL), shown
+    first = list(dict.fromkeys(b for _, b, _ in walk))
+    assert [p for p in first if p in _WALK] == list(_WALK), f"first entries {first}:\n{shown}"
+    back_up = [f"{a} -> {b}: {where}" for a, b, where in walk if a is not None and _LEVEL[b] < _LEVEL[a]]
+    assert not back_up, "calls back up:\n" + "\n".join(back_up)

@@ -245,7 +245,7 @@ class LabTools:
             pytest.importorskip("notebook", minversion="7", reason="Notebook 7 is a test dependency (pip install notebook)")
         if app not in self._servers:
             if self._jupyter_path is None:
-                from slang_kernel.kernel.install import install
+                from slang_kernel.frontend.kernel.install import install
 
                 # this checkout's kernelspec and labextension, in a prefix of their own, so a stale copy
                 # elsewhere cannot stand in for them; the kernel gets a fresh IPYTHONDIR
