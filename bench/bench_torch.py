@@ -64,6 +64,8 @@ def slangpy_step(dev: str) -> Callable[[Any, Any], Any] | str:
 
         device = spy.create_torch_device(type=spy.DeviceType.cuda if dev == "cuda" else spy.DeviceType.vulkan)
         module = spy.Module.load_from_source(device, "bt_peer", SRC)
+        probe = torch.zeros(1, device=dev)
+        module.bt_step(probe, probe)   # slangpy checks for its torch bridge (slangpy-torch) at the first call
         return lambda a, b: module.bt_step(a, b)
     except Exception as exc:   # not on this machine, or its torch integration refused: say so
         return f"{type(exc).__name__}: {exc}"[:300]
