@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Runs on the lent H200 machine (see ../shared/GPU.md): GPU tests and benchmarks in one go, logs in $OUT.
-# Carry .gpu (slangpy cp312 wheel contents + Vulkan loader debs). Usage: bash bench/gpu_run.sh [tests|torch|textures|debugging|cpu|bench|check|workloads|paired|dask|slangtorch-examples|all]
+# Carry .gpu (slangpy cp312 wheel contents + Vulkan loader debs). Usage: bash bench/gpu_run.sh [tests|torch|notebooks|textures|debugging|cpu|bench|check|workloads|paired|dask|slangtorch-examples|all]
 # torch: issues 37 and 38: slang-torch's suite ours and the real wheel side by side (the wheel's nvcc builds in the
 # background), the torch and slangtorch tests on CUDA; carry .gpu with slangpy, .gpu/slangtorch-*.whl.
+# notebooks: notebooks 12 and 13 executed top to bottom on CUDA at full size with nbclient; carry .gpu/nbsite.tar.xz:
+#   pip download --only-binary=:all: --python-version 3.12 --implementation cp --platform manylinux_2_17_x86_64 \
+#     --platform any -d W nbclient ipykernel anywidget ipywidgets; unzip each wheel into D; tar cJf .gpu/nbsite.tar.xz -C D .
 # textures: the texture/half/ParameterBlock conformance cases and test_cuda.py (issue 15), with where cuda_fp16.h is.
 # debugging: the thread debugger, cross-backend compare and profile tests on cuda, vulkan and cpu (issue 17).
 # cpu: the CPU vector path on this machine's cores (issue 16): bench_cpu_simd.py and the CPU vector-path tests.
@@ -31,6 +34,26 @@ if [ "$what" = torch ]; then
     --backends cuda,cpu 2>&1 | tee "$OUT/torch_tests_gpu.log" | tail -40
   wait
   cat "$OUT/slangtorch_suite_summary.txt"
+fi
+if [ "$what" = notebooks ]; then
+  mkdir -p /tmp/nb && tar xJf .gpu/nbsite.tar.xz -C /tmp/nb
+  export PYTHONPATH=/tmp/site:/tmp/nb:$PWD MPLBACKEND=agg
+  for nb in 13_torch_autograd 12_slangtorch_bezier; do
+    t0=$SECONDS
+    timeout 300 python3 - "$nb" <<'PY' > "$OUT/nb_$nb.log" 2>&1
+import os, sys
+import nbformat
+from nbclient import NotebookClient
+name = sys.argv[1]
+nb = nbformat.read(f"notebooks/{name}.ipynb", as_version=4)
+try:
+    NotebookClient(nb, timeout=280, kernel_name="python3", resources={"metadata": {"path": "notebooks"}}).execute()
+    print("executed", name)
+finally:
+    nbformat.write(nb, os.path.join(os.environ["OUT"], name + ".ipynb"))
+PY
+    echo "$nb: rc=$? in $((SECONDS - t0)) s" | tee -a "$OUT/notebooks.txt"
+  done
 fi
 if [ "$what" = textures ]; then
   python3 -c "import cupy, slang_kernel.backends.cuda.fp16 as f; print('cupy', cupy.__version__, 'cuda_fp16.h:', f.fp16_include_dir(cupy))" \
