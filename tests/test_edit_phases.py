@@ -1,5 +1,6 @@
-"""The phases of an edit (engine/edit_phases.py), %slang_profile, and a signature edit's dependents
-re-checked in one compiler call (engine/recheck_batch.py) with the same outcome as one call each."""
+"""The phases of an edit (engine/edit_phases.py), %slang_profile, a signature edit's dependents
+re-checked in one compiler call (engine/recheck_batch.py) with the same outcome as one call each, and
+the early cutoff of those rechecks (cells.exposed)."""
 
 from __future__ import annotations
 
@@ -47,20 +48,101 @@ def test_the_phases_of_an_edit_add_up_to_its_wall_time(chain: sk.Session) -> Non
         assert c.worker_total <= c.roundtrip_ms + 1e-6, c
 
 
-def test_a_signature_edit_shows_the_dependents_rechecks_in_one_call(chain: sk.Session,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_signature_edit_rechecks_only_the_direct_user_and_kernels_follow(chain: sk.Session,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Early cutoff: c1 is re-checked against c0's new signature; its own interface (`float c1(float x)`)
+    names nothing of c0 and is unchanged, so c2 and the kernel's cell keep their checks (and digests),
+    and the kernel, relinked from the new blobs, computes with the new c0."""
+    kept = {n: chain.store.digest(n) for n in ("c2", "c3")}
+    for batch, y in (("1", 0), ("0", 1)):   # with and without the batched rechecks
+        monkeypatch.setenv("SLANG_KERNEL_RECHECK_BATCH", batch)
+        r = chain.run_cell(f"float c0(float x, float y = {y}) {{ return x + y; }}", name="c0")
+        last = chain.store.last_edit
+        assert last is not None and r.rechecked == ("c1",) == last.rechecked and r.broken == ()
+        assert r.recompiled == ("c1", "c2", "c3") and last.compiler_calls == 2, last.table()
+        assert {n: chain.store.digest(n) for n in kept} == kept
+        o = np.zeros(8, np.float32)
+        chain.kernel("use_chain")(threads=8, o=o)
+        np.testing.assert_allclose(o, (np.arange(8) + y) * 2 + 3)
+
+
+# c1's signature names c0's type R, so c1's interface changes with R and c2 is re-checked too; c2's
+# (`float c2(float x)`) names nothing of c1 (nor c0): the kernel's cell is not
+TYPED = ["typedef float R; float c0(float x) { return x + 1; }",
+         "R c1(float x) { return R(c0(x) * 2); }",
+         "float c2(float x) { return float(c1(x)) + 3.5; }",
+         CHAIN[3]]
+# a struct that flows through c1's signature into c2's body (c2 never names it): a field change
+# re-checks c2
+STRUCT = ["struct P { float a; }; float c0(float x) { return x + 1; }",
+          "P mk(float x) { P p; p.a = c0(x) * 2; return p; }",
+          "float c2(float x) { return mk(x).a + 3; }",
+          CHAIN[3]]
+
+
+@pytest.mark.parametrize("cells, edit, want", [
+    (TYPED, "typedef int R; float c0(float x) { return x + 0.25; }", (np.arange(8) * 2 + 0.5).astype(int) + 3.5),
+    (STRUCT, "struct P { float b; float a; }; float c0(float x) { return x + 1; }", (np.arange(8) + 1) * 2 + 3),
+], ids=["typedef", "struct-field"])
+def test_a_type_in_a_users_signature_carries_the_edit_past_that_user(
+        cells: list[str], edit: str, want: np.ndarray, tmp_path_factory: pytest.TempPathFactory,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SLANG_KERNEL_RECHECK_BATCH", "1")
-    r = chain.run_cell("float c0(float x, float y = 0) { return x + y; }", name="c0")
-    last = chain.store.last_edit
-    assert last is not None and r.rechecked == ("c1", "c2", "c3") == last.rechecked
-    assert [c for c, _ in last.per_cell()] == ["c0", "c1", "c2", "c3"]
-    assert last.compiler_calls == 2, last.table()          # its own check, then one for the three users
-    text = last.table()
-    assert "4 check(s) in 2 compiler call(s)" in text and "c1, c2, c3" in text and "parse/check" in text
-    monkeypatch.setenv("SLANG_KERNEL_RECHECK_BATCH", "0")   # the one-by-one loop, as before
-    chain.run_cell("float c0(float x, float y = 1) { return x + y; }", name="c0")
-    off = chain.store.last_edit
-    assert off is not None and off.compiler_calls == 4 and off.rechecked == ("c1", "c2", "c3")
+    with sk.Session(backend="cpu", cache=False, cache_dir=str(tmp_path_factory.mktemp("typed"))) as s:
+        for i, c in enumerate(cells):
+            s.run_cell(c, name=f"c{i}")
+        kernel = s.store.digest("c3")
+        r = s.run_cell(edit, name="c0")
+        last = s.store.last_edit
+        assert last is not None and r.rechecked == ("c1", "c2") == last.rechecked and r.broken == ()
+        assert last.compiler_calls == 2, last.table()   # its own check, then one for the two users
+        assert "3 check(s) in 2 compiler call(s)" in last.table()
+        assert s.store.digest("c3") == kernel           # c2's interface held: the cutoff
+        o = np.zeros(8, np.float32)
+        s.kernel("use_chain")(threads=8, o=o)
+        assert s.cell("c2").imports == ("c1",)
+        np.testing.assert_allclose(o, want)
+
+
+def test_a_field_removed_breaks_the_user_that_reads_it_past_the_signature(chain: sk.Session) -> None:
+    """c1 compiles without P.b, c2 reads it through c1's return type: c2 must be re-checked and break
+    (a cut-off c2 would keep a blob that reads P.b, and linking it crashed the compiler)."""
+    chain.run_cell("struct P { float a; float b; }; float c0(float x) { return x + 1; }", name="c0")
+    chain.run_cell("P mk(float x) { P p; p.a = c0(x) * 2; return p; }", name="c1")
+    chain.run_cell("float c2(float x) { return mk(x).a + mk(x).b * 0 + 3; }", name="c2")
+    r = chain.run_cell("struct P { float a; }; float c0(float x) { return x + 1; }", name="c0")
+    assert r.rechecked == ("c1",) and r.broken == ("c2", "c3")
+    assert "'b' is not a member of 'P'" in str(chain.cell("c2").error)
+    with pytest.raises(SlangCompileError, match="defined in c3, which no longer compiles"):
+        chain.kernel("use_chain")(threads=8, o=np.zeros(8, np.float32))
+
+
+@pytest.mark.parametrize("lib", [
+    "extension float { float twice() { return this * 2; } }",
+    "interface I { float f(); } struct S : I { float f() { return 1; } };",
+], ids=["extension", "conformance"])
+def test_no_cutoff_after_a_cell_with_extensions_or_conformances(chain: sk.Session, lib: str) -> None:
+    """Extensions and conformances reach modules that merely load their cell: every later user of
+    such a cell is re-checked when its interface changes, as before the cutoff."""
+    chain.run_cell(lib + " " + CHAIN[0], name="c0")
+    r = chain.run_cell(lib + " float c0(float x, float y = 0) { return x + 1; }", name="c0")
+    assert r.rechecked == ("c1", "c2", "c3") and r.broken == ()
+    r = chain.run_cell(CHAIN[0], name="c0")   # removed: the users are re-checked without them
+    assert r.rechecked == ("c1", "c2", "c3") and r.broken == ()
+
+
+def test_a_signature_edit_that_breaks_the_direct_user_reports_it_there(chain: sk.Session) -> None:
+    """c1 no longer compiles: its error is reported on c1, and the cells after it, which lost c1,
+    break as before; restoring c0 brings them all back."""
+    r = chain.run_cell("float c0(int x, int y) { return x + y; }", name="c0")
+    assert r.rechecked == () and r.broken == ("c1", "c2", "c3") and r.recompiled == ()
+    err = chain.cell("c1").error
+    assert err is not None and err.startswith("c1:1:") and "not enough arguments" in err, err
+    assert "undefined identifier 'c1'" in str(chain.cell("c2").error)
+    with pytest.raises(SlangCompileError, match="defined in c3, which no longer compiles"):
+        chain.kernel("use_chain")(threads=8, o=np.zeros(8, np.float32))
+    r = chain.run_cell(CHAIN[0], name="c0")
+    assert r.broken == () and r.rechecked == ("c1", "c2", "c3")
     o = np.zeros(8, np.float32)
     chain.kernel("use_chain")(threads=8, o=o)
     np.testing.assert_allclose(o, (np.arange(8) + 1) * 2 + 3)
@@ -119,7 +201,7 @@ def test_the_worker_keeps_no_blob_of_a_batch_it_did_not_use(tmp_path_factory: py
         held = []
         for i in range(6):
             r = s.run_cell(f"float c0(float x, float y{i} = 0) {{ return x + y{i}; }}", name="c0")
-            assert r.rechecked == ("c1", "c2", "c3", "c4")
+            assert r.rechecked == ("c1", "c2", "c3")   # c2's interface names c0 (a parameter): c3 too
             s.run_cell("float probe(float x) { return x; }", name="probe")   # carries the forget list over
             held.append(compiler.call("ping", what="ping")["blobs"])
         assert len(set(held[1:])) == 1, held

@@ -28,8 +28,8 @@ from .. import scanner
 from ..compiler.diagnostics import Diagnostic
 from ..compiler.reflection import DeclInfo
 
-__all__ = ["Cell", "Visible", "identifiers", "import_prefix", "interface_text", "module_name_for", "overloaded",
-           "visible_imports"]
+__all__ = ["Cell", "Visible", "exposed", "identifiers", "import_prefix", "interface_text", "module_name_for",
+           "overloaded", "visible_imports"]
 
 _EXTENSION = re.compile(r"\bextension\s*(?:<[^>{]*>\s*)?(\w+)[^{;]*?(?::\s*([\w\s,<>]+))?\{")
 _MEMBER = re.compile(r"\b[A-Za-z_]\w*(?:<[^<>(){};]*>)?\s+([A-Za-z_]\w*)\s*\(")
@@ -55,6 +55,21 @@ def interface_text(source: str) -> str:
             last = d.body[1] + 1
     out.append(text[last:])
     return " ".join("".join(out).split())
+
+
+def exposed(source: str, deps: Iterable["Cell"]) -> list["Cell"]:
+    """The cells among `deps` (those a cell loads: its imports, transitively) whose interfaces are part
+    of its own (early cutoff): those its interface text names (a type, alias, constant or function in a
+    signature, a field, a default value, a generic constraint), and those that reach every module
+    loaded with them (`Cell.reaches_loaders`). A signature edit then re-checks the cells that import
+    the edited one; one of those whose interface names nothing of it is a firewall: the cells after
+    it are not re-checked (their blobs refer to its declarations by mangled name, which its
+    interface text fixes; as for a body edit, the rest is linked). `__exported import`: every cell."""
+    deps = list(deps)
+    if "__exported" in scanner.blank(source):
+        return deps
+    names = identifiers(interface_text(source))
+    return [d for d in deps if d.reaches_loaders or d.names & names]
 
 
 def module_name_for(cell_name: str, taken: Iterable[str] = ()) -> str:
@@ -89,7 +104,8 @@ class Cell:
     defines: tuple[tuple[str, str], ...] = ()   # preprocessor defines of this revision, sorted
     options: tuple[str, ...] = ()               # extra compiler options of this revision
     own_defines: tuple[tuple[str, str], ...] = ()  # the defines given with this cell (run_cell(defines=))
-    interface: str = ""            # digest of what importers see (interface_text, defines, imports' interfaces)
+    interface: str = ""            # digest of what importers see (interface_text, defines, the interfaces of the
+                                   # imports it names there or that reach every loader: `exposed`)
     label: str = ""                # what diagnostics call it when not its name (a front end's prompt, "In[7]")
     hidden: tuple[tuple[str, tuple[str, ...]], ...] = ()  # per import: its names this cell must not see
     shadows: tuple[tuple[str, str], ...] = ()  # (name, earlier cell) whose declaration this one replaces
@@ -123,6 +139,17 @@ class Cell:
         their cell: type aliases, typedefs, enums (their values are folded in)."""
         return frozenset(n for d in scanner.declarations(self.source)
                          if d.kind in ("typealias", "typedef", "enum") for n in d.names)
+
+    @functools.cached_property
+    def reaches_loaders(self) -> bool:
+        """Whether loading this cell can change the meaning of a module that does not import it, so
+        that every cell loading it, directly or not, depends on its interface (no early cutoff through
+        it): it declares extensions or conformances (`struct S : I`), or re-exports (`__exported`)."""
+        if self.extension_triggers is not None or "__exported" in scanner.blank(self.source):
+            return True
+        b = scanner.blank(self.source)
+        return any(":" in b[d.head:d.body[0] if d.body else d.end] for d in scanner.declarations(self.source, _b=b)
+                   if d.kind in ("struct", "class", "interface", "enum"))
 
     def signatures(self, name: str) -> frozenset[tuple[str, ...]] | None:
         """Parameter types of each overload of function `name` here; None if `name` is not a plain

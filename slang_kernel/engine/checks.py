@@ -14,7 +14,7 @@ from typing import Mapping, Sequence
 from .. import scanner
 from ..cache import digest
 from .cell_store import CellStore
-from .cells import Cell, Visible, identifiers, interface_text, module_name_for, own_signatures, visible_imports
+from .cells import Cell, Visible, exposed, identifiers, interface_text, module_name_for, own_signatures, visible_imports
 from .compile_service import CompileService
 from ..compiler.diagnostics import Diagnostic, SlangCompileError, SlangCompilerCrash, parse_diagnostics
 from .kernel_builds import KernelBuilds
@@ -41,8 +41,10 @@ class CellResult:
     broken: tuple[str, ...]       # later cells that no longer compile (their errors say why)
     elapsed_ms: float
     digest: str = ""              # the new revision's digest
-    rechecked: tuple[str, ...] = ()  # those of `recompiled` whose check had to run again (this cell's
-                                     # interface changed; a body edit reaches users when kernels link)
+    rechecked: tuple[str, ...] = ()  # those of `recompiled` whose check had to run again: the cells importing
+                                     # this one when its interface changed, then those importing a rechecked
+                                     # cell whose own interface changed (early cutoff: cells.exposed); a body
+                                     # edit reaches users when kernels link
     compile_ms: float = 0.0       # of elapsed_ms, the time in the compiler (this cell's check and its users')
     cached: bool = False          # this cell's check came from the compile cache (no compiler call)
     shadows: tuple[tuple[str, str], ...] = ()  # (name, earlier cell) whose declaration of it this cell replaces
@@ -196,7 +198,7 @@ class CellChecks:
                     own_defines=own_defines, label=label, hidden=hidden, shadows=vis.shadows,
                     basis=first_key,
                     interface=digest("interface", interface_text(source), *(f"{k}={v}" for k, v in macros),
-                                     *options, *(d.interface for d in self.store.closure(imports))))
+                                     *options, *(d.interface for d in exposed(source, self.store.closure(imports)))))
         if "crash" in reply:
             return dataclasses.replace(base, error=str(reply["crash"]),
                                        diagnostics=(Diagnostic("error", "crash", shown, 0, 0, str(reply["crash"])),))

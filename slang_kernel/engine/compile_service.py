@@ -196,8 +196,9 @@ class CompileService:
             target_options=target_options, defines=macros, fingerprint=self.fingerprint, target=target if op == "compile" else "",
             entries=tuple(entries), reflect=reflect, blobs={d.digest: d.blob for d in deps},
             digests=tuple((d.name, d.digest) for d in deps), chain=tuple(chain),
-            # a check depends on what its imports declare, not on their bodies (see cells.interface_text)
-            dep_keys=tuple(d.interface for d in deps) if op == "check" else ())
+            # a check depends on what its imports declare, not on their bodies (see cells.interface_text),
+            # nor on what they import but do not expose (their interfaces name it: cells.exposed)
+            dep_keys=_check_keys(imports, deps) if op == "check" else ())
 
     def call(self, req: CompileRequest) -> dict[str, Any]:
         """Run a request as it is (not cached): the compiler's reply, ok or not (e.g. IR dumps)."""
@@ -252,6 +253,13 @@ class CompileService:
                     f"both `{e}` as overloads and cannot pick the entry point: rename one of them.")
         return SlangCompileError(f"{', '.join(req.entries) or req.what} did not compile for target {req.target}.{hint}",
                                  diags, sources)
+
+
+def _check_keys(imports: Sequence[Cell], deps: Sequence[Cell]) -> tuple[str, ...]:
+    """What a check's key takes of the cells it loads: the interfaces of its imports (each covers the
+    cells whose declarations it exposes) and of any loaded cell that reaches every loader."""
+    direct = {c.name for c in imports}
+    return tuple(d.interface for d in deps if d.name in direct or d.reaches_loaders)
 
 
 def _module_source(module: str, defines: tuple[tuple[str, str], ...], imports: Sequence[str], text: str,
