@@ -10,6 +10,9 @@ which slangtorch's load already includes and ours otherwise defers to the first 
 here it is not measured. Numbers are this machine's, in this run.
 
     python bench/bench_slangtorch.py [--modules smoke,multiply,...] [--warm 3] [--real-site DIR]
+    python bench/bench_slangtorch.py --folder DIR --modules FILE[:NAME=VALUE;...],...   (another project's
+        modules, e.g. DIR = slang_gaussian_rasterization/internal/slang of google/slang-gaussian-rasterization,
+        --modules vertex_shader.slang,tile_shader.slang,alphablend_shader.slang:PYTHON_TILE_HEIGHT=16;PYTHON_TILE_WIDTH=16)
 """
 
 from __future__ import annotations
@@ -67,8 +70,14 @@ def real_unavailable(env: dict[str, str]) -> str | None:
     return None if p.stdout.strip() == "ok" else p.stdout.strip()
 
 
+def parse_module(spec: str) -> tuple[str, dict[str, str]]:
+    """`file.slang[:NAME=VALUE;...]` of --folder's --modules: the file and its defines."""
+    file, _, defs = spec.partition(":")
+    return file, dict(d.split("=", 1) for d in defs.split(";") if d)
+
+
 def one_load(side: str, folder: Path, name: str, caches: Path, env: dict[str, str]) -> dict[str, Any]:
-    file, defines = MODULES[name]
+    file, defines = MODULES[name] if name in MODULES else parse_module(name)
     env = dict(env, SLANG_KERNEL_CACHE_DIR=str(caches / "sk"), CUPY_CACHE_DIR=str(caches / "cupy"),
                TORCH_EXTENSIONS_DIR=str(caches / "torch-ext"))
     p = subprocess.run([sys.executable, "-c", CHILD, side, str(folder / file), json.dumps(defines)],
@@ -79,19 +88,21 @@ def one_load(side: str, folder: Path, name: str, caches: Path, env: dict[str, st
     raise RuntimeError(f"{side} {name}: the load failed:\n{(p.stdout + p.stderr)[-1500:]}")
 
 
-def fresh_copy(scratch: Path, tag: str) -> Path:
-    """The suite's folder with %FACTOR%/%CONST_VAL% filled in (as test.py does for its templates)."""
+def fresh_copy(scratch: Path, tag: str, source: Path = SUITE) -> Path:
+    """The modules' folder with %FACTOR%/%CONST_VAL% filled in (as slang-torch's test.py does for its templates)."""
     folder = scratch / tag
     folder.mkdir(parents=True)
-    for f in SUITE.iterdir():
+    for f in source.iterdir():
         if f.suffix in (".slang", ".cuh"):
             (folder / f.name).write_text(f.read_text().replace("%FACTOR%", "2.0").replace("%CONST_VAL%", "2.0"))
     return folder
 
 
-def measure(side: str, name: str, warm: int, scratch: Path, env: dict[str, str]) -> dict[str, float]:
-    folder = fresh_copy(scratch, f"{side}-{name}")
-    caches = scratch / f"{side}-{name}-caches"
+def measure(side: str, name: str, warm: int, scratch: Path, env: dict[str, str],
+            source: Path = SUITE) -> dict[str, float]:
+    tag = f"{side}-{parse_module(name)[0]}"
+    folder = fresh_copy(scratch, tag, source)
+    caches = scratch / f"{tag}-caches"
     cold = one_load(side, folder, name, caches, env)
     warms = [one_load(side, folder, name, caches, env) for _ in range(warm)]
     out = {"cold_s": cold["load_s"], "warm_s": statistics.median(w["load_s"] for w in warms)}
@@ -106,6 +117,7 @@ def main() -> None:
     ap.add_argument("--modules", default=",".join(MODULES))
     ap.add_argument("--warm", type=int, default=3)
     ap.add_argument("--real-site", help="folder holding the unpacked slangtorch wheel (put first on PYTHONPATH)")
+    ap.add_argument("--folder", type=Path, default=SUITE, help="another project's module folder (see above)")
     a = ap.parse_args()
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [a.real_site, str(ROOT), env.get("PYTHONPATH")]))
@@ -122,8 +134,8 @@ def main() -> None:
         print(f"{'module':22s} {'ours cold':>10s} {'ours warm':>10s} {'+NVRTC cold':>12s} {'real cold':>10s} "
               f"{'real warm':>10s} {'cold x':>7s} {'warm x':>7s}")
         for name in a.modules.split(","):
-            ours = measure("ours", name, a.warm, scratch, env)
-            real = measure("real", name, a.warm, scratch, env) if why_not_real is None else {}
+            ours = measure("ours", name, a.warm, scratch, env, a.folder)
+            real = measure("real", name, a.warm, scratch, env, a.folder) if why_not_real is None else {}
             ours_cold = ours.get("cold_ready_s", ours["cold_s"])
             cells = [f"{ours['cold_s']:10.2f}", f"{ours['warm_s']:10.3f}",
                      f"{ours['cold_ready_s']:12.2f}" if "cold_ready_s" in ours else f"{'-':>12s}"]
@@ -132,7 +144,7 @@ def main() -> None:
                           f"{real['cold_s'] / ours_cold:7.1f}", f"{real['warm_s'] / ours['warm_s']:7.1f}"]
             else:
                 cells += [f"{'-':>10s}"] * 2 + [f"{'-':>7s}"] * 2
-            print(f"{name:22s} " + " ".join(cells), flush=True)
+            print(f"{parse_module(name)[0]:22s} " + " ".join(cells), flush=True)
         print("# seconds; cold x / warm x = real / ours (ours cold counted with NVRTC where it was measured)")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
