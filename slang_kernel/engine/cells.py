@@ -57,18 +57,19 @@ def interface_text(source: str) -> str:
     return " ".join("".join(out).split())
 
 
-def exposed(source: str, deps: Iterable["Cell"]) -> list["Cell"]:
+def exposed(source: str, interface: str, deps: Iterable["Cell"]) -> list["Cell"]:
     """The cells among `deps` (those a cell loads: its imports, transitively) whose interfaces are part
     of its own (early cutoff): those its interface text names (a type, alias, constant or function in a
     signature, a field, a default value, a generic constraint), and those that reach every module
     loaded with them (`Cell.reaches_loaders`). A signature edit then re-checks the cells that import
     the edited one; one of those whose interface names nothing of it is a firewall: the cells after
     it are not re-checked (their blobs refer to its declarations by mangled name, which its
-    interface text fixes; as for a body edit, the rest is linked). `__exported import`: every cell."""
+    interface text fixes; as for a body edit, the rest is linked). `__exported import`: every cell.
+    interface: the source's interface_text (the caller has it)."""
     deps = list(deps)
     if "__exported" in scanner.blank(source):
         return deps
-    names = identifiers(interface_text(source))
+    names = identifiers(interface)
     return [d for d in deps if d.reaches_loaders or d.names & names]
 
 
@@ -145,9 +146,9 @@ class Cell:
         """Whether loading this cell can change the meaning of a module that does not import it, so
         that every cell loading it, directly or not, depends on its interface (no early cutoff through
         it): it declares extensions or conformances (`struct S : I`), or re-exports (`__exported`)."""
-        if self.extension_triggers is not None or "__exported" in scanner.blank(self.source):
-            return True
         b = scanner.blank(self.source)
+        if self.extension_triggers is not None or "__exported" in b:
+            return True
         return any(":" in b[d.head:d.body[0] if d.body else d.end] for d in scanner.declarations(self.source, _b=b)
                    if d.kind in ("struct", "class", "interface", "enum"))
 

@@ -193,12 +193,13 @@ class CellChecks:
                 if second.get("ok"):
                     imports, req, reply = needed, narrow, second
         hidden = tuple((n, h) for n, h in vis.hidden if any(c.name == n for c in imports))
+        seen = interface_text(source)
         base = Cell(name=name, module=module, source=source, imports=tuple(c.name for c in imports),
                     digest=req.key, idents=idents, own=own, defines=macros, options=options,
                     own_defines=own_defines, label=label, hidden=hidden, shadows=vis.shadows,
                     basis=first_key,
-                    interface=digest("interface", interface_text(source), *(f"{k}={v}" for k, v in macros),
-                                     *options, *(d.interface for d in exposed(source, self.store.closure(imports)))))
+                    interface=digest("interface", seen, *(f"{k}={v}" for k, v in macros), *options,
+                                     *(d.interface for d in exposed(source, seen, self.store.closure(imports)))))
         if "crash" in reply:
             return dataclasses.replace(base, error=str(reply["crash"]),
                                        diagnostics=(Diagnostic("error", "crash", shown, 0, 0, str(reply["crash"])),))
