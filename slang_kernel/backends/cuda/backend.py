@@ -13,6 +13,7 @@ ParameterBlock<T> and ConstantBuffer<T> are pointers to the packed struct (resou
 from __future__ import annotations
 
 import ctypes
+import functools
 import struct
 import threading
 import time
@@ -38,6 +39,12 @@ __all__ = ["CudaBackend", "create"]
 
 NVRTC_OPTIONS = ("--std=c++17", "-default-device", "-lineinfo")
 CHECKED_PRELUDE = Path(__file__).with_name("cuda_prelude.h")   # after common/cuda_bounds_report.h
+
+
+@functools.cache
+def _checked_prelude() -> str:
+    """What checked CUDA code starts with: the out-of-range report, then the bound-check macros (read once)."""
+    return CUDA_BOUNDS_REPORT.read_text() + CHECKED_PRELUDE.read_text()
 
 
 def create(config: BackendConfig) -> "CudaBackend":
@@ -113,7 +120,7 @@ class CudaBackend:
             if hit is None:
                 code = kernel.code
                 if self.checked:
-                    code = CUDA_BOUNDS_REPORT.read_text() + CHECKED_PRELUDE.read_text() + code
+                    code = _checked_prelude() + code
                 options: tuple[str, ...] = NVRTC_OPTIONS
                 body = _body(kernel.code)
                 refused = unsupported_texture_use(body)
